@@ -1,0 +1,1 @@
+"""Study orchestration: Optuna + Ray Tune + ASHA + MLflow around the ``trainables`` core."""

@@ -1,0 +1,86 @@
+"""The typed configuration of one study invocation (what ``search.run`` parses into)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from spaces import Study, get_study
+from trainables.config import ConfigError
+
+SEARCHES = ("tpe", "grid", "random")
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    study: str
+    preset: str = "smoke"
+    trials: int | None = None  # None: the preset's
+    seeds: int | None = None  # number of seeds; None: the preset's
+    max_concurrent: int = 2
+    gpus_per_trial: float = 0.0
+    cpus_per_trial: float = 1.0
+    metric: str | None = None  # primary-task metric name or full result key; None: the study's
+    mode: str | None = None
+    tracking_uri: str = "sqlite:///mlflow.db"
+    storage: str = "ray_results"
+    optuna_storage: str = "sqlite:///optuna.db"
+    resume: bool = False
+    name: str | None = None
+    address: str | None = None
+    search: str = "tpe"
+    model: str | None = None
+    epochs: int | None = None
+    grace_period: int | None = None
+    reduction_factor: int | None = None
+    max_failures: int = 2
+    auxiliary: tuple[str, ...] | None = None  # restrict the study's candidates
+    data_dir: str | None = None
+    protocol: str = "holdout"
+    search_seed: int = 0
+    report: bool = True
+
+    def __post_init__(self) -> None:
+        study = get_study(self.study)  # raises on an unknown study
+        study.preset(self.preset)
+        if self.search not in SEARCHES:
+            raise ConfigError(f"--search {self.search!r}: expected one of {', '.join(SEARCHES)}")
+        for flag, value in (("--trials", self.trials), ("--seeds", self.seeds), ("--epochs", self.epochs),
+                            ("--max-concurrent", self.max_concurrent), ("--grace-period", self.grace_period)):
+            if value is not None and value < 1:
+                raise ConfigError(f"{flag} {value}: expected >= 1")
+        if self.reduction_factor is not None and self.reduction_factor < 2:
+            raise ConfigError(f"--reduction-factor {self.reduction_factor}: expected >= 2")
+        if self.gpus_per_trial < 0 or self.cpus_per_trial <= 0:
+            raise ConfigError(
+                f"--gpus-per-trial {self.gpus_per_trial} / --cpus-per-trial {self.cpus_per_trial}: "
+                "expected GPUs >= 0 and CPUs > 0"
+            )
+        if self.gpus_per_trial > 1 and self.gpus_per_trial != int(self.gpus_per_trial):
+            raise ConfigError(f"--gpus-per-trial {self.gpus_per_trial}: fractions only below 1")
+        if self.mode is not None and self.mode not in ("max", "min"):
+            raise ConfigError(f"--mode {self.mode!r}: expected max or min")
+        if self.auxiliary is not None:
+            if not self.auxiliary:
+                raise ConfigError(f"--auxiliary is empty: study {self.study} needs at least one auxiliary task")
+            if study.primary in self.auxiliary:
+                raise ConfigError(f"--auxiliary lists the primary task {study.primary!r}")
+        if self.protocol not in ("holdout", "thesis"):
+            raise ConfigError(f"--protocol {self.protocol!r}: expected holdout or thesis")
+
+    def resolved_study(self) -> Study:
+        from dataclasses import replace
+
+        study = get_study(self.study)
+        return replace(study, candidates=self.auxiliary) if self.auxiliary is not None else study
+
+    def objective(self) -> str:
+        study = self.resolved_study()
+        if self.metric is None:
+            return study.objective
+        if "/" in self.metric:
+            return self.metric if self.metric.endswith(("/mean", "/std")) else f"{self.metric}/mean"
+        return f"{study.primary}/dev/{self.metric}/mean"
+
+    def data_root(self) -> str:
+        return self.data_dir or os.environ.get("MTL_DATA_DIR", "data")

@@ -1,0 +1,85 @@
+"""``python -m search.run STUDY``: search a study's multitask schemas on a Ray cluster.
+
+Example: ``python -m search.run absa --preset smoke`` (local Ray, SQLite MLflow
+store ``./mlflow.db``, Optuna store ``./optuna.db``, packaged MiniLM encoder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from search.config import SEARCHES, SearchConfig
+from spaces.studies import STUDIES
+from trainables.cli import run_main, setup_logging
+from trainables.config import ConfigError
+from trainables.tasks import DataError
+
+logger = logging.getLogger("search.run")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m search.run", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("study", help=f"study to run: {', '.join(sorted(STUDIES))}")
+    p.add_argument("--preset", default="smoke", help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs)")
+    p.add_argument("--trials", type=int, help="trials to train (default: the preset's)")
+    p.add_argument("--seeds", type=int, help="seeds per trial, the same for every config (default: the preset's)")
+    p.add_argument("--max-concurrent", type=int, default=2, help="trials running at once")
+    p.add_argument("--gpus-per-trial", type=float, default=0.0, help="GPUs per trial; fractions share a GPU")
+    p.add_argument("--cpus-per-trial", type=float, default=1.0)
+    p.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")
+    p.add_argument("--mode", choices=("max", "min"))
+    p.add_argument("--search", default="tpe", choices=SEARCHES, help="tpe (default), random, or the thesis grid")
+    p.add_argument("--model", help="encoder: AutoModel name or local path (default: the preset's)")
+    p.add_argument("--epochs", type=int, help="epochs per trial (ASHA's max_t)")
+    p.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped")
+    p.add_argument("--reduction-factor", type=int, help="ASHA reduction factor")
+    p.add_argument("--auxiliary", help="comma-separated auxiliary candidates (default: the study's)")
+    p.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
+    p.add_argument("--storage", default="ray_results", help="Tune storage: shared path or s3://, gs:// URI")
+    p.add_argument("--optuna-storage", default="sqlite:///optuna.db", help="Optuna RDB storage URL")
+    p.add_argument("--name", help="experiment name (default: STUDY-PRESET-TIMESTAMP; --resume: the latest)")
+    p.add_argument("--resume", action="store_true", help="restore an interrupted study")
+    p.add_argument("--address", help="Ray cluster address (auto on a cluster; default: a local Ray)")
+    p.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial from its checkpoint")
+    p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
+    p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
+    p.add_argument("--search-seed", type=int, default=0, help="seed of the Optuna sampler")
+    p.add_argument("--no-report", action="store_true", help="skip the result table at the end")
+    p.add_argument("--verbose", action="store_true")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> SearchConfig:
+    auxiliary = None if args.auxiliary is None else tuple(t.strip() for t in args.auxiliary.split(",") if t.strip())
+    return SearchConfig(
+        study=args.study, preset=args.preset, trials=args.trials, seeds=args.seeds,
+        max_concurrent=args.max_concurrent, gpus_per_trial=args.gpus_per_trial, cpus_per_trial=args.cpus_per_trial,
+        metric=args.metric, mode=args.mode, tracking_uri=args.tracking_uri, storage=args.storage,
+        optuna_storage=args.optuna_storage, resume=args.resume, name=args.name, address=args.address,
+        search=args.search, model=args.model, epochs=args.epochs, grace_period=args.grace_period,
+        reduction_factor=args.reduction_factor, max_failures=args.max_failures, auxiliary=auxiliary,
+        data_dir=args.data_dir, protocol=args.protocol, search_seed=args.search_seed, report=not args.no_report,
+    )
+
+
+def main() -> int:
+    args = parser().parse_args()
+    setup_logging(args.verbose)
+    cfg = config_from_args(args)
+    from search.runner import run
+
+    outcome = run(cfg)
+    logger.info("Tune results: %s", outcome["path"])
+    if cfg.report:
+        from search.report import build_report
+
+        paths = build_report(cfg.study, cfg.tracking_uri, run_name=outcome["name"])
+        logger.info("report: %s", paths["markdown"])
+    logger.info("compare trials: mlflow ui --backend-store-uri %s", cfg.tracking_uri)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, (ConfigError, DataError, ConnectionError, OSError))

@@ -1,0 +1,157 @@
+"""Build and run (or restore) the Ray Tune study for a :class:`SearchConfig`."""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from search.config import SearchConfig
+from spaces import Preset, Study, apply_choices, baseline_choices, thesis_grid
+from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
+from trainables.loop import prepare_data
+from trainables.model import load_tokenizer
+from trainables.tasks import get_task
+
+logger = logging.getLogger(__name__)
+
+
+def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
+    """Everything a trial's TrainConfig shares: preset scale plus command-line overrides."""
+    return TrainConfig(
+        tasks=(study.primary,), primary=study.primary,
+        sampling=SamplingConfig(),
+        encoder=EncoderConfig(model=cfg.model or preset.model, max_seq_length=preset.max_seq_length),
+        epochs=cfg.epochs or preset.epochs, batch_size=preset.batch_size, seed=0,
+        max_train_examples=preset.max_train_examples, max_eval_examples=preset.max_eval_examples,
+        protocol=cfg.protocol, data_dir=str(Path(cfg.data_root()).resolve()),
+    )
+
+
+def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str]:
+    """Validate the whole study before any trial: tasks, data, metric. Fills the token cache."""
+    study, preset = cfg.resolved_study(), cfg.resolved_study().preset(cfg.preset)
+    base = base_config(cfg, study, preset)
+    everything = base.with_(tasks=(study.primary,) + tuple(study.candidates))
+    objective = cfg.objective()
+    primary = get_task(study.primary, Path(base.data_dir), base.protocol)
+    dev = primary.examples("dev")[: primary.group_size]
+    probs = np.full((len(dev), primary.num_labels), 1.0 / primary.num_labels)
+    known = {f"{primary.name}/dev/{k}/mean" for k in primary.metrics(probs, dev)}
+    if objective not in known:
+        raise ConfigError(f"--metric {objective!r}: expected one of {', '.join(sorted(known))}")
+    started = time.perf_counter()
+    tokenizer = load_tokenizer(base.encoder)
+    prepare_data(everything, tokenizer)  # tokenized once per study; trials read the disk cache
+    logger.info("datasets of %s tokenized in %.1fs", ",".join(everything.tasks), time.perf_counter() - started)
+    return study, preset, base, objective
+
+
+def storage_path(storage: str) -> str:
+    return storage if "://" in storage else str(Path(storage).resolve())
+
+
+def latest_experiment(storage: str, study: str, preset: str) -> str:
+    if "://" in storage:
+        raise ConfigError("--resume with an object-store --storage needs --name EXPERIMENT")
+    found = sorted(glob.glob(os.path.join(storage_path(storage), f"{study}-{preset}-*")), key=os.path.getmtime)
+    if not found:
+        raise ConfigError(f"--resume: no experiment {study}-{preset}-* under {storage_path(storage)}")
+    return os.path.basename(found[-1])
+
+
+def connect(cfg: SearchConfig) -> None:
+    import ray
+
+    try:
+        ray.init(address=cfg.address, ignore_reinit_error=True, log_to_driver=True,
+                 include_dashboard=False if cfg.address is None else None)
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+        raise ConnectionError(f"Ray cluster at --address {cfg.address}: {str(exc).splitlines()[0]}") from None
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    if len(nodes) > 1 and "://" not in cfg.storage:
+        logger.warning(
+            "%d-node cluster with a plain local --storage %s: fine only if every node shares that filesystem; "
+            "otherwise use s3:// or gs:// so checkpoints survive a node", len(nodes), cfg.storage,
+        )
+
+
+def run(cfg: SearchConfig) -> dict[str, Any]:
+    """Run the study; return where its results are (Tune path, MLflow parent run)."""
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    import optuna
+
+    from search.progress import TrialLines
+    from search.searcher import CanonicalOptunaSearch
+    from search.tracking import MLflowTracker, check_tracking_uri, start_parent_run
+    from trainables.tune import multitask_trainable
+
+    check_tracking_uri(cfg.tracking_uri)
+    study, preset, base, objective = prepare(cfg)
+    connect(cfg)
+    mode = cfg.mode or study.mode
+    seeds = list(preset.seeds) if cfg.seeds is None else list(range(1, cfg.seeds + 1))
+    trainable = tune.with_resources(multitask_trainable, {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial})
+    storage = storage_path(cfg.storage)
+
+    if cfg.resume:
+        name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
+        path = storage.rstrip("/") + "/" + name
+        if not tune.Tuner.can_restore(path):
+            raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
+        logger.info("restoring %s", path)
+        tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
+    else:
+        name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+        points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study)]
+        trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+        sampler = (
+            optuna.samplers.RandomSampler(seed=cfg.search_seed) if cfg.search == "random"
+            else optuna.samplers.TPESampler(seed=cfg.search_seed)
+        )
+        searcher = CanonicalOptunaSearch(
+            study, base, base.epochs, metric=objective, mode=mode, points_to_evaluate=points,
+            sampler=sampler, study_name=name, storage=optuna.storages.RDBStorage(cfg.optuna_storage),
+        )
+        scheduler = ASHAScheduler(
+            time_attr="training_iteration", max_t=base.epochs,
+            grace_period=cfg.grace_period or preset.grace_period,
+            reduction_factor=cfg.reduction_factor or preset.reduction_factor,
+        )
+        parent = start_parent_run(cfg.tracking_uri, cfg.study, name, {
+            "study": cfg.study, "preset": cfg.preset, "search": cfg.search, "trials": trials, "seeds": seeds,
+            "objective": objective, "mode": mode, "model": base.encoder.model, "epochs": base.epochs,
+            "candidates": ",".join(study.candidates), "gpus_per_trial": cfg.gpus_per_trial,
+            "cpus_per_trial": cfg.cpus_per_trial, "max_concurrent": cfg.max_concurrent,
+            "optuna_storage": cfg.optuna_storage, "tune_path": f"{storage}/{name}", "protocol": base.protocol,
+        })
+        tuner = tune.Tuner(
+            trainable,
+            param_space={"seeds": seeds},
+            tune_config=tune.TuneConfig(
+                metric=objective, mode=mode, search_alg=searcher, scheduler=scheduler,
+                num_samples=trials, max_concurrent_trials=cfg.max_concurrent,
+            ),
+            run_config=tune.RunConfig(
+                name=name, storage_path=storage,
+                failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs)],
+                progress_reporter=tune.CLIReporter(
+                    metric_columns={objective: "objective", "epoch": "epoch"},
+                    parameter_columns={"label": "config"}, max_report_frequency=30,
+                ),
+                verbose=1,
+            ),
+        )
+    results = tuner.fit()
+    errors = sum(1 for r in results if r.error is not None)
+    logger.info("study %s finished: %d trials, %d failed", name, len(results), errors)
+    return {"name": name, "path": f"{storage}/{name}", "trials": len(results), "failed": errors}

@@ -1,0 +1,113 @@
+"""OptunaSearch that trains each canonical config once and tells Optuna about pruning.
+
+Two gaps of the stock ``OptunaSearch`` are closed here:
+- a suggestion whose canonical config was already suggested is answered from
+  the earlier trial's result (now, or when it finishes) instead of training again;
+- a trial stopped early by ASHA is told to Optuna as PRUNED, not COMPLETE with
+  a low-budget value (stock OptunaSearch reports whatever the last result was).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import defaultdict
+from dataclasses import asdict
+from typing import Any
+
+from optuna.trial import TrialState
+from ray.tune.search import Searcher
+from ray.tune.search.optuna import OptunaSearch
+
+from spaces import Study, apply_choices, canonical, canonical_key, define_space, describe
+from spaces.canonical import flatten
+from trainables.config import TrainConfig
+
+logger = logging.getLogger(__name__)
+MAX_DUPLICATES = 200  # consecutive repeats before the space is taken as exhausted
+
+
+def flat_config(config: TrainConfig) -> dict[str, Any]:
+    """TrainConfig -> the flat dict ``TrainConfig.from_dict`` reads back."""
+    out = {}
+    for key, value in asdict(config).items():
+        if isinstance(value, dict):
+            out.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            out[key] = value
+    out["sampling.weights"] = dict(config.sampling.weights)
+    return out
+
+
+class CanonicalOptunaSearch(OptunaSearch):
+    def __init__(self, study: Study, base: TrainConfig, max_epochs: int, **kwargs: Any) -> None:
+        self.study, self.base, self.max_epochs = study, base, max_epochs
+        self.first_trial: dict[str, str] = {}  # canonical key -> trial that trains it
+        self.key_of: dict[str, str] = {}  # trial id -> canonical key
+        self.history: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        self.outcome: dict[str, tuple[TrialState, float | None]] = {}
+        self.waiting: dict[str, list[str]] = defaultdict(list)  # trial -> duplicate Optuna trials
+        self.duplicates = 0
+        super().__init__(space=functools.partial(define_space, study=study), **kwargs)
+
+    # -- suggestions ----------------------------------------------------------
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        for attempt in range(MAX_DUPLICATES):
+            choices = super().suggest(trial_id)
+            if choices is None or choices == Searcher.FINISHED:
+                return choices
+            config = canonical(apply_choices(self.base, choices, self.study))
+            key = canonical_key(config)
+            if key not in self.first_trial:
+                self.first_trial[key], self.key_of[trial_id] = trial_id, key
+                return {"train": flat_config(config), "key": key, "label": describe(config), "choices": flatten(choices)}
+            # a repeat: park its Optuna trial under another id and answer it from the first
+            duplicate = f"{trial_id}~dup{attempt}"
+            self._ot_trials[duplicate] = self._ot_trials.pop(trial_id)
+            self.duplicates += 1
+            original = self.first_trial[key]
+            logger.info("config %s repeats trial %s: answered from its result, not trained again", key, original)
+            if original in self.outcome:
+                self._answer(duplicate, original)
+            else:
+                self.waiting[original].append(duplicate)
+        logger.warning("%d suggestions in a row repeated earlier configs: space exhausted", MAX_DUPLICATES)
+        return Searcher.FINISHED
+
+    def _answer(self, duplicate: str, original: str) -> None:
+        ot_trial = self._ot_trials[duplicate]
+        for step, value in self.history[original]:
+            ot_trial.report(value, step)
+        ot_trial.set_user_attr("duplicate_of", self.key_of[original])
+        state, value = self.outcome[original]
+        self._ot_study.tell(ot_trial, value if state == TrialState.COMPLETE else None, state=state)
+        self._completed_trials.add(duplicate)
+
+    # -- results --------------------------------------------------------------
+    def on_trial_result(self, trial_id: str, result: dict) -> None:
+        if self.metric in result:
+            self.history[trial_id].append((int(result["training_iteration"]), float(result[self.metric])))
+        super().on_trial_result(trial_id, result)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        if trial_id in self._completed_trials or trial_id not in self._ot_trials:
+            return
+        ot_trial = self._ot_trials[trial_id]
+        ot_trial.set_user_attr("canonical_key", self.key_of.get(trial_id, ""))
+        finished = bool(result) and int(result.get("epoch", 0)) >= self.max_epochs
+        if error:
+            state, value = TrialState.FAIL, None
+        elif not finished:
+            state, value = TrialState.PRUNED, None  # stopped early by the scheduler
+        else:
+            state, value = TrialState.COMPLETE, float(result[self.metric])  # type: ignore[index]
+        self.outcome[trial_id] = (state, value)
+        try:
+            self._ot_study.tell(ot_trial, value, state=state)
+        except Exception as exc:  # e.g. a NaN objective: Optuna refuses it, the trial stays failed
+            logger.warning("optuna refused trial %s: %s", trial_id, exc)
+            self._ot_study.tell(ot_trial, None, state=TrialState.FAIL)
+            self.outcome[trial_id] = (TrialState.FAIL, None)
+        self._completed_trials.add(trial_id)
+        for duplicate in self.waiting.pop(trial_id, []):
+            self._answer(duplicate, trial_id)

@@ -1,0 +1,130 @@
+"""From a point of the space to the config that trains, and the key that identifies it.
+
+Configs that train identically collapse to one canonical config before any
+compute: one task makes every schema the same; equal weights make every
+exponent give the uniform distribution (thesis Proposition 4.7.1); anneal with
+c = 0 is prop; power with a named exponent is that schema.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import asdict, replace
+from typing import Any, Mapping
+
+from trainables.config import SamplingConfig, TrainConfig
+from spaces.studies import THESIS_SCHEMAS, Study
+
+NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
+WEIGHTED = ("prop", "sqrt", "square", "power", "anneal")  # schemas that read the weights
+
+
+def flatten(choices: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"aux": {"sst2": True}}`` -> ``{"aux/sst2": True}`` (Tune unflattens searcher output)."""
+    out: dict[str, Any] = {}
+    for k, v in choices.items():
+        if isinstance(v, Mapping):
+            out.update(flatten(v, f"{prefix}{k}/"))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def apply_choices(base: TrainConfig, choices: Mapping[str, Any], study: Study) -> TrainConfig:
+    """The (not yet canonical) config of one point of ``study``'s space, on top of ``base``."""
+    c = flatten(choices)
+    tasks = (study.primary,) + tuple(t for t in study.candidates if c.get(f"aux/{t}", False))
+    sampling = SamplingConfig(
+        schema=c.get("schema", "prop"),
+        exponent=c.get("exponent") if c.get("schema") == "power" else None,
+        anneal_c=float(c.get("anneal_c", base.sampling.anneal_c)) if c.get("schema") == "anneal" else base.sampling.anneal_c,
+        weights=tuple((t, w) for t, w in base.sampling.weights if t in tasks),
+    )
+    return replace(
+        base, tasks=tasks, primary=study.primary, sampling=sampling,
+        lr=float(c.get("lr", base.lr)), warmup=float(c.get("warmup", base.warmup)),
+        batch_size=int(c.get("batch_size", base.batch_size)),
+    )
+
+
+def canonical(config: TrainConfig) -> TrainConfig:
+    """The representative of every config that trains exactly like ``config``."""
+    s = config.sampling
+    schema, exponent, anneal_c = s.schema, s.exponent, s.anneal_c
+    if schema == "power" and float(exponent) in NAMED_EXPONENTS:  # type: ignore[arg-type]
+        schema, exponent = NAMED_EXPONENTS[float(exponent)], None  # type: ignore[arg-type]
+    if schema == "anneal" and anneal_c == 0.0:
+        schema = "prop"
+    weights = config.task_weights()
+    if len(config.tasks) == 1 or (schema in WEIGHTED and len(set(weights)) == 1):
+        schema, exponent = "random", None  # every exponent gives the uniform distribution
+    default = SamplingConfig()
+    sampling = SamplingConfig(
+        schema=schema,
+        exponent=exponent,
+        anneal_c=anneal_c if schema == "anneal" else default.anneal_c,
+        weights=s.weights if schema in WEIGHTED else (),
+    )
+    return replace(config, sampling=sampling)
+
+
+def describe(config: TrainConfig) -> str:
+    """A short human label: ``semeval+sst2+pos anneal(c=0.50) lr=2e-05 wu=0.10 bs=24``."""
+    s = config.sampling
+    schema = (
+        "single" if len(config.tasks) == 1
+        else f"power(a={s.exponent:.3g})" if s.schema == "power"
+        else f"anneal(c={s.anneal_c:.3g})" if s.schema == "anneal"
+        else s.schema
+    )
+    return f"{'+'.join(config.tasks)} {schema} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+
+
+def canonical_key(config: TrainConfig) -> str:
+    """Label plus a hash of every field that changes training (not the seed or paths)."""
+    c = canonical(config)
+    fields = asdict(c)
+    for volatile in ("seed", "data_dir", "device", "evaluate_test"):
+        fields.pop(volatile)
+    digest = hashlib.sha1(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{describe(c)} #{digest}"
+
+
+def baseline_choices(study: Study) -> dict[str, Any]:
+    """The single-task baseline: the primary alone (thesis defaults for the rest)."""
+    return {**{f"aux/{t}": False for t in study.candidates}, "schema": "prop", **_defaults(study)}
+
+
+def _defaults(study: Study) -> dict[str, Any]:
+    base = TrainConfig(tasks=(study.primary,), primary=study.primary)
+    out: dict[str, Any] = {}
+    if study.lr is not None:
+        out["lr"] = min(max(base.lr, study.lr.low), study.lr.high)
+    if study.warmup is not None:
+        out["warmup"] = min(max(base.warmup, study.warmup.low), study.warmup.high)
+    if study.batch_sizes:
+        out["batch_size"] = base.batch_size if base.batch_size in study.batch_sizes else study.batch_sizes[0]
+    return out
+
+
+def thesis_grid(study: Study, base: TrainConfig) -> list[dict[str, Any]]:
+    """The thesis's hand grid: 6 schemas x every task subset containing the primary, deduplicated.
+
+    Baseline first; anneal uses the thesis's c = 0.9; the other dimensions stay at defaults.
+    """
+    points, seen = [], set()
+    subsets = [
+        combo for r in range(len(study.candidates) + 1) for combo in itertools.combinations(study.candidates, r)
+    ]
+    for subset in subsets:
+        for schema in THESIS_SCHEMAS:
+            point = {**{f"aux/{t}": t in subset for t in study.candidates}, "schema": schema, **_defaults(study)}
+            if schema == "anneal":
+                point["anneal_c"] = 0.9
+            key = canonical_key(apply_choices(base, point, study))
+            if key not in seen:
+                seen.add(key)
+                points.append(point)
+    return points

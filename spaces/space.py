@@ -1,0 +1,29 @@
+"""Optuna define-by-run spaces. These functions only call ``trial.suggest_*``.
+
+A point of the space is a flat dict of *choices* (``aux/sst2``, ``schema``, ...);
+:func:`spaces.canonical.train_config` turns choices into a training config.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spaces.studies import Study
+
+
+def define_space(trial: Any, study: Study) -> dict[str, Any] | None:
+    """Suggest one schema for ``study``; returns the constants of the point (none)."""
+    for task in study.candidates:
+        trial.suggest_categorical(f"aux/{task}", [False, True])
+    schema = trial.suggest_categorical("schema", list(study.schemas))
+    if schema == "power":
+        trial.suggest_float("exponent", study.exponent.low, study.exponent.high)
+    if schema == "anneal":
+        trial.suggest_float("anneal_c", study.anneal_c.low, study.anneal_c.high)
+    if study.lr is not None:
+        trial.suggest_float("lr", study.lr.low, study.lr.high, log=study.lr.log)
+    if study.warmup is not None:
+        trial.suggest_float("warmup", study.warmup.low, study.warmup.high)
+    if study.batch_sizes:
+        trial.suggest_categorical("batch_size", list(study.batch_sizes))
+    return None

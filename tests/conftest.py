@@ -1,0 +1,37 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("MTL_DATA_DIR", ROOT.parent / "shared" / "data")).resolve()
+os.environ["MTL_DATA_DIR"] = str(DATA)
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # tests only: local Ray without tokens
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA / "semeval2014").is_dir():
+        pytest.fail(f"datasets not found under MTL_DATA_DIR={DATA}")
+    return DATA
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cache_dir(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("token-cache")
+    os.environ["MTL_CACHE_DIR"] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_bert(tmp_path_factory) -> Path:
+    from trainables.model import save_tiny_encoder
+
+    return save_tiny_encoder(tmp_path_factory.mktemp("tiny-bert"), "bert")
+
+
+@pytest.fixture(scope="session")
+def tiny_xlnet(tmp_path_factory) -> Path:
+    from trainables.model import save_tiny_encoder
+
+    return save_tiny_encoder(tmp_path_factory.mktemp("tiny-xlnet"), "xlnet")

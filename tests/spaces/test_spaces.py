@@ -1,0 +1,95 @@
+import optuna
+import pytest
+
+from spaces import apply_choices, baseline_choices, canonical, canonical_key, define_space, get_study, thesis_grid
+from spaces.studies import Range, Study
+from trainables.config import ConfigError, SamplingConfig, TrainConfig
+
+ABSA = get_study("absa")
+BASE = TrainConfig(tasks=("semeval",), primary="semeval", epochs=2)
+
+
+def point(aux=(), schema="prop", **extra):
+    return {**{f"aux/{t}": t in aux for t in ABSA.candidates}, "schema": schema, **extra}
+
+
+def key(aux=(), schema="prop", **extra):
+    return canonical_key(apply_choices(BASE, point(aux, schema, **extra), ABSA))
+
+
+def test_single_task_collapses_every_schema():
+    keys = {key((), s, **({"exponent": 1.7} if s == "power" else {"anneal_c": 0.3} if s == "anneal" else {}))
+            for s in ABSA.schemas}
+    assert len(keys) == 1
+    assert "semeval single" in keys.pop()
+
+
+def test_anneal_c_zero_is_prop_and_named_exponents():
+    assert key(("sst2",), "anneal", anneal_c=0.0) == key(("sst2",), "prop")
+    assert key(("sst2",), "power", exponent=2.0) == key(("sst2",), "square")
+    assert key(("sst2",), "power", exponent=0.0) == key(("sst2",), "random")
+    assert key(("sst2",), "anneal", anneal_c=0.5) != key(("sst2",), "prop")
+    assert key(("sst2",), "sequential") != key(("sst2",), "random")
+
+
+def test_equal_weights_make_every_exponent_uniform():
+    equal = TrainConfig(tasks=("semeval", "sst2"), primary="semeval",
+                        sampling=SamplingConfig(schema="square", weights=(("semeval", 2.0),)))
+    assert canonical(equal).sampling.schema == "random"
+    for schema in ("prop", "sqrt", "anneal"):
+        c = TrainConfig(tasks=equal.tasks, primary="semeval", sampling=SamplingConfig(schema=schema, weights=(("semeval", 2.0),)))
+        assert canonical_key(c) == canonical_key(equal)
+    seq = TrainConfig(tasks=equal.tasks, primary="semeval", sampling=SamplingConfig(schema="sequential"))
+    assert canonical_key(seq) != canonical_key(equal)
+
+
+def test_key_ignores_seed_but_not_training_fields():
+    c = apply_choices(BASE, point(("pos",), "sqrt"), ABSA)
+    assert canonical_key(c) == canonical_key(c.with_(seed=7, data_dir="/elsewhere"))
+    assert canonical_key(c) != canonical_key(c.with_(lr=3e-5))
+    assert canonical_key(c) != canonical_key(c.with_(epochs=3))
+
+
+def test_thesis_grid_is_deduplicated_with_baseline_first():
+    grid = thesis_grid(ABSA, BASE)
+    # 8 subsets containing the primary x 6 schemas; the single-task subset collapses to 1
+    assert len(grid) == 1 + 7 * 6
+    keys = [canonical_key(apply_choices(BASE, p, ABSA)) for p in grid]
+    assert keys[0] == canonical_key(apply_choices(BASE, baseline_choices(ABSA), ABSA))
+    assert len(set(keys)) == len(keys)
+
+
+def test_define_by_run_space_is_conditional():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    seen = set()
+    for _ in range(60):
+        trial = study.ask()
+        assert define_space(trial, ABSA) is None
+        p = trial.params
+        assert ("exponent" in p) == (p["schema"] == "power")
+        assert ("anneal_c" in p) == (p["schema"] == "anneal")
+        if "exponent" in p:
+            assert 0.0 <= p["exponent"] <= 3.0
+        assert 1e-5 <= p["lr"] <= 1e-4
+        seen.add(p["schema"])
+        study.tell(trial, 0.5)
+    assert seen == set(ABSA.schemas)
+
+
+def test_apply_choices_keeps_candidate_order():
+    c = apply_choices(BASE, point(("sentihood", "sst2"), "anneal", anneal_c=0.4, lr=3e-5), ABSA)
+    assert c.tasks == ("semeval", "sst2", "sentihood")
+    assert c.sampling.anneal_c == 0.4 and c.lr == 3e-5
+
+
+@pytest.mark.parametrize("bad", [
+    lambda: Study("x", "semeval", ("sst2",), "acc_4way", exponent=Range(2.0, 1.0)),
+    lambda: Study("x", "semeval", ("sst2",), "acc_4way", anneal_c=Range(0.0, 1.5)),
+    lambda: Study("x", "semeval", ("semeval",), "acc_4way"),
+    lambda: Study("x", "semeval", ("sst2",), "acc_4way", schemas=("cubic",)),
+    lambda: Study("x", "semeval", ("sst2",), "acc_4way", lr=Range(0.0, 1e-4, log=True)),
+    lambda: get_study("nope"),
+])
+def test_bad_study_rejected(bad):
+    with pytest.raises(ConfigError):
+        bad()

@@ -1,0 +1,152 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from trainables.batching import IGNORE, Padding, collate, encode, limit_rows
+from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
+from trainables.loop import DivergedError, Trainer, prepare_data, train
+from trainables.model import load_tokenizer, summarize
+from trainables.tasks import get_task
+
+
+def tiny_config(model, **kw) -> TrainConfig:
+    base = dict(
+        tasks=("semeval", "sst2", "pos"), primary="semeval", sampling=SamplingConfig(schema="anneal"),
+        encoder=EncoderConfig(model=str(model), max_seq_length=48), epochs=2, batch_size=8, lr=1e-3,
+        max_train_examples=100, max_eval_examples=50, seed=3, warmup=0.0,
+    )
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def strip_timing(epochs):
+    return [{k: v for k, v in e.items() if "second" not in k} for e in epochs]
+
+
+def test_run_reports_every_epoch_with_distribution(tiny_bert):
+    epochs = list(train(tiny_config(tiny_bert)))
+    assert [e["epoch"] for e in epochs] == [1.0, 2.0]
+    first, last = epochs
+    # anneal: a(0) = 1 -> prop over weights (4, 2, 2)
+    assert first["sampling/p/semeval"] == pytest.approx(0.5)
+    assert last["sampling/p/semeval"] == pytest.approx(4**0.55 / (4**0.55 + 2 * 2**0.55))
+    assert "semeval/dev/acc_4way" in first and "semeval/test/acc_4way" not in first
+    assert {"semeval/test/acc_4way", "sst2/test/acc", "pos/test/token_acc"} <= set(last)
+
+
+def test_loss_falls_on_a_tiny_model(tiny_bert):
+    config = tiny_config(tiny_bert, tasks=("sst2",), primary="sst2", epochs=4, max_train_examples=64, lr=3e-3)
+    losses = [e["train/loss"] for e in train(config)]
+    assert losses[-1] < 0.8 * losses[0]
+
+
+def test_same_seed_same_metrics_and_resume_is_exact(tiny_bert, tmp_path):
+    config = tiny_config(tiny_bert, epochs=3)
+    straight = strip_timing(train(config))
+    assert strip_timing(train(config)) == straight
+    # stop after one epoch, restore into a fresh trainer, finish
+    first = Trainer(config)
+    resumed = [first.run_epoch()]
+    first.save(tmp_path / "ckpt.pt")
+    second = Trainer(config)
+    second.load(tmp_path / "ckpt.pt")
+    resumed += [second.run_epoch(), second.run_epoch()]
+    assert strip_timing(resumed) == straight
+
+
+def test_interleaved_seeds_match_standalone_runs(tiny_bert):
+    a, b = (tiny_config(tiny_bert, seed=s, epochs=2) for s in (1, 2))
+    alone = strip_timing(train(a))
+    ta, tb = Trainer(a), Trainer(b)
+    mixed = []
+    for _ in range(2):
+        mixed.append(ta.run_epoch())
+        tb.run_epoch()
+    assert strip_timing(mixed) == alone
+
+
+def test_different_seed_differs(tiny_bert):
+    a = strip_timing(train(tiny_config(tiny_bert, epochs=1, seed=1)))
+    b = strip_timing(train(tiny_config(tiny_bert, epochs=1, seed=2)))
+    assert a != b
+
+
+def test_xlnet_left_padding_and_last_token_summary(tiny_xlnet):
+    config = tiny_config(tiny_xlnet, tasks=("semeval", "pos"), epochs=1)
+    trainer = Trainer(config)
+    assert trainer.padding.left and trainer.model.summary == "last"
+    metrics = trainer.run_epoch()
+    assert 0.0 <= metrics["semeval/dev/acc_4way"] <= 1.0 and 0.0 <= metrics["pos/dev/token_acc"] <= 1.0
+
+
+def test_summaries_pick_the_right_positions():
+    hidden = torch.arange(2 * 4 * 1, dtype=torch.float32).reshape(2, 4, 1)  # (B, T, H)
+    right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
+    assert summarize(hidden, right, "first").flatten().tolist() == [0, 4]
+    assert summarize(hidden, right, "last").flatten().tolist() == [1, 7]
+    assert summarize(hidden, left, "last").flatten().tolist() == [3, 7]
+    assert summarize(hidden, right, "mean").flatten().tolist() == [0.5, 5.5]
+
+
+def test_dynamic_padding_and_first_subtoken_labels(tiny_bert, data_dir):
+    tokenizer = load_tokenizer(EncoderConfig(model=str(tiny_bert)))
+    task = get_task("pos", data_dir)
+    rows = task.examples("dev")[:6]
+    data = encode(rows, "tagging", tokenizer, 128)
+    batch = collate(data, np.arange(6), Padding.of(tokenizer), "tagging")
+    assert batch["input_ids"].shape[1] == data.lengths().max()
+    labels = batch["labels"]
+    # one label per word, on its first sub-token; [CLS], [SEP], pads and continuations ignored
+    for i, ex in enumerate(rows):
+        assert (labels[i] != IGNORE).sum().item() == len(ex.label)
+        assert labels[i][labels[i] != IGNORE].tolist() == list(ex.label)
+    fixed = collate(data, np.arange(6), Padding.of(tokenizer), "tagging", fixed_length=128)
+    assert fixed["input_ids"].shape[1] == 128
+
+
+def test_limits_keep_whole_groups():
+    assert limit_rows(100, None, 25, True).tolist() == list(range(100))
+    assert limit_rows(100, 60, 25, True).tolist() == list(range(50))
+    sample = limit_rows(1000, 60, 25, False)
+    assert len(sample) == 50 and (sample.reshape(2, 25) % 25 == np.arange(25)).all()
+    assert limit_rows(100, 3, 25, True).tolist() == list(range(25))
+
+
+def test_tokenization_is_cached(tiny_bert, cache_dir):
+    config = tiny_config(tiny_bert, tasks=("sst2",), primary="sst2")
+    tokenizer = load_tokenizer(config.encoder)
+    prepare_data(config, tokenizer)
+    files = set(cache_dir.glob("*.pkl"))
+    again = prepare_data(config, tokenizer)
+    assert set(cache_dir.glob("*.pkl")) == files and len(again["sst2"].train) == 100
+
+
+def test_nan_loss_raises_with_location(tiny_bert):
+    trainer = Trainer(tiny_config(tiny_bert, epochs=1))
+    with torch.no_grad():
+        for p in trainer.model.heads["sst2"].parameters():
+            p.fill_(float("nan"))
+    with pytest.raises(DivergedError, match=r"loss became nan at epoch 1 step \d+ on task sst2"):
+        trainer.run_epoch()
+
+
+def test_core_runs_without_ray_or_mlflow(tiny_bert, data_dir):
+    code = (
+        "import sys; from trainables.config import *; from trainables.loop import train; "
+        f"list(train(TrainConfig(tasks=('sst2',), primary='sst2', epochs=1, max_train_examples=16, "
+        f"max_eval_examples=16, encoder=EncoderConfig(model={str(tiny_bert)!r}))));"
+        "assert 'ray' not in sys.modules and 'mlflow' not in sys.modules, 'core imported ray/mlflow'"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_train_cli_bad_input_is_one_line(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "trainables.train", "--tasks", "semeval,sst2", "--primary", "pos",
+                        "--metrics-out", str(tmp_path / "m.json")], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip() == "error: primary task 'pos' is not among tasks semeval,sst2"
+    assert not (tmp_path / "m.json").exists()

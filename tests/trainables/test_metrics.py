@@ -1,0 +1,119 @@
+import math
+
+import numpy as np
+import pytest
+
+from trainables import metrics as m
+
+
+def one_hot(classes, n):
+    out = np.full((len(classes), n), 0.01)
+    out[np.arange(len(classes)), classes] = 0.9
+    return out
+
+
+def test_group_scores_normalise_p_yes_per_group():
+    s = m.group_scores(np.array([0.2, 0.2, 0.4, 0.1, 0.1, 0.5, 0.5, 0, 0, 0]), 5)
+    np.testing.assert_allclose(s, [[0.2, 0.2, 0.4, 0.1, 0.1], [0.5, 0.5, 0, 0, 0]])
+
+
+def test_semeval_four_way_skips_none_and_falls_back():
+    # gold: positive, none, conflict, negative
+    gold = np.array([0, 4, 3, 2])
+    score = np.array([
+        [0.1, 0.0, 0.0, 0.0, 0.9],  # pred none -> fallback argmax of first 4 = positive: right
+        [0.9, 0.0, 0.0, 0.0, 0.1],  # gold none: skipped
+        [0.0, 0.0, 0.0, 0.6, 0.4],  # conflict: right
+        [0.5, 0.0, 0.4, 0.0, 0.1],  # positive vs gold negative: wrong
+    ])
+    assert m.semeval_accuracy(score, gold, 4) == pytest.approx(2 / 3)
+
+
+def test_semeval_three_way_skips_conflict_and_falls_back():
+    gold = np.array([1, 3, 2, 0])
+    score = np.array([
+        [0.1, 0.3, 0.0, 0.6, 0.0],  # pred conflict -> fallback among 0..2 = neutral: right
+        [0.0, 0.0, 0.0, 1.0, 0.0],  # gold conflict: skipped
+        [0.0, 0.0, 0.2, 0.0, 0.8],  # pred none -> negative: right
+        [0.0, 0.6, 0.4, 0.0, 0.0],  # neutral vs positive: wrong
+    ])
+    assert m.semeval_accuracy(score, gold, 3) == pytest.approx(2 / 3)
+
+
+def test_semeval_two_way_fallback_and_ties():
+    gold = np.array([0, 2, 1, 2])
+    score = np.array([
+        [0.2, 0.6, 0.2, 0.0, 0.0],  # pred neutral -> tie 0.2 vs 0.2 goes to positive: right
+        [0.1, 0.5, 0.4, 0.0, 0.0],  # pred neutral -> negative: right
+        [1.0, 0.0, 0.0, 0.0, 0.0],  # gold neutral: skipped
+        [0.3, 0.0, 0.3, 0.0, 0.4],  # pred none -> tie goes to positive: wrong
+    ])
+    assert m.semeval_accuracy(score, gold, 2) == pytest.approx(2 / 3)
+
+
+def test_semeval_aspect_prf_micro_over_sentences_with_gold():
+    # sentence 1: gold {price, food}; pred {price, service}
+    # sentence 2: no gold aspect: skipped even though it predicts one
+    # sentence 3: gold {ambience}; pred {ambience}
+    gold = np.array([0, 4, 2, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 1, 4])
+    pred = np.array([0, 4, 4, 4, 1, 0, 4, 4, 4, 4, 4, 4, 4, 2, 4])
+    p, r, f = m.semeval_aspect_prf(pred, gold)
+    assert (p, r) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert f == pytest.approx(2 / 3)
+
+
+def test_semeval_metrics_perfect():
+    gold = np.array([0, 4, 2, 4, 3, 1, 4, 4, 4, 4])
+    out = m.semeval_metrics(one_hot(gold, 5), gold)
+    assert all(v == 1.0 for v in out.values())
+
+
+def test_sentihood_strict_needs_all_four_aspects():
+    gold = np.array([0, 1, 0, 2, 0, 0, 0, 1])
+    pred = np.array([0, 1, 0, 1, 0, 0, 0, 1])  # group 1 wrong only on transit
+    assert m.sentihood_strict_accuracy(pred, gold) == 0.5
+
+
+def test_sentihood_macro_f1_groups_by_four():
+    # group 1: gold {price, transit}, pred {price}: p=1, r=1/2
+    # group 2: no gold: skipped
+    # group 3: gold {general}, pred {safety}: p=r=0
+    gold = np.array([0, 1, 0, 2, 0, 0, 0, 0, 1, 0, 0, 0])
+    pred = np.array([0, 2, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0])
+    P, R = (1 + 0) / 2, (0.5 + 0) / 2
+    assert m.sentihood_macro_f1(pred, gold) == pytest.approx(2 * P * R / (P + R))
+
+
+def test_sentihood_auc_and_sentiment_accuracy():
+    gold = np.array([1, 0, 2, 0, 0, 2, 0, 1])  # every aspect position has a None and a sentiment
+    score = np.array([
+        [0.1, 0.8, 0.1], [0.9, 0.05, 0.05], [0.2, 0.3, 0.5], [0.6, 0.2, 0.2],
+        [0.9, 0.05, 0.05], [0.3, 0.4, 0.3], [0.7, 0.2, 0.1], [0.2, 0.5, 0.3],
+    ])
+    out = m.sentihood_metrics(score, gold)
+    assert out["aspect_auc"] == 1.0  # P(None) ranks the None row first at every aspect
+    # sentiment rows: [0] pos s=.11 right, [2] neg s=.625 right, [5] neg s=3/7 wrong, [7] pos s=.375 right
+    assert out["sentiment_acc"] == 0.75
+    assert out["strict_acc"] == 0.5
+    assert math.isnan(out["sentiment_auc"])  # one sentiment row per aspect: no AUC defined
+
+
+def test_sentihood_sentiment_auc_per_aspect_then_mean():
+    # aspect 0 perfectly ranked; aspect 1 inverted; aspects 2, 3 have no sentiment rows
+    gold = np.array([1, 1, 0, 0, 2, 2, 0, 0])
+    score = np.array([
+        [0.0, 0.9, 0.1], [0.0, 0.1, 0.9], [1, 0, 0], [1, 0, 0],
+        [0.0, 0.2, 0.8], [0.0, 0.8, 0.2], [1, 0, 0], [1, 0, 0],
+    ])
+    assert m.sentihood_metrics(score, gold)["sentiment_auc"] == pytest.approx(0.5)
+
+
+def test_single_class_auc_is_nan_not_an_error():
+    gold = np.zeros(4, dtype=int)
+    out = m.sentihood_metrics(np.tile([0.8, 0.1, 0.1], (4, 1)), gold)
+    assert math.isnan(out["aspect_auc"]) and math.isnan(out["sentiment_auc"])
+
+
+def test_token_accuracy_counts_every_token():
+    probs = one_hot(np.array([1, 2, 3, 3]), 5)
+    assert m.token_accuracy(probs, np.array([1, 2, 3, 4])) == 0.75

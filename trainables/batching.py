@@ -1,0 +1,196 @@
+"""Tokenize once, cache on disk, and pad each batch only to its own longest row."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from trainables.tasks.base import Example
+
+logger = logging.getLogger(__name__)
+IGNORE = -100  # label of padding and non-first sub-tokens, skipped by the loss
+CACHE_VERSION = 1
+
+
+@dataclass
+class Encoded:
+    """One tokenized split, stored flat: row i is ``ids[offsets[i]:offsets[i+1]]``."""
+
+    ids: np.ndarray  # (total_tokens,) int32
+    type_ids: np.ndarray | None  # (total_tokens,) int8, absent for encoders without segments
+    offsets: np.ndarray  # (rows + 1,) int64
+    labels: np.ndarray  # (rows,) for sequence tasks; (total_tokens,) with IGNORE for tagging
+    words: np.ndarray | None  # (rows,) words per row for tagging (some may be truncated away)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+
+def tokenizer_identity(tokenizer) -> str:
+    return f"{type(tokenizer).__name__}|{tokenizer.name_or_path}|{len(tokenizer)}|{tokenizer.padding_side}"
+
+
+def cache_key(examples: Sequence[Example], kind: str, tokenizer, max_len: int) -> str:
+    digest = hashlib.sha1(f"{CACHE_VERSION}|{kind}|{max_len}|{tokenizer_identity(tokenizer)}".encode())
+    for ex in examples:
+        digest.update(f"{ex.text_a}\x1f{ex.text_b}\x1f{ex.label}\x1e".encode())
+    return digest.hexdigest()
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("MTL_CACHE_DIR", Path.home() / ".cache" / "mtl-search"))
+
+
+def encode(
+    examples: Sequence[Example], kind: str, tokenizer, max_len: int, cache_dir: Path | None = None
+) -> Encoded:
+    """Tokenize ``examples`` (or load the identical earlier result from ``cache_dir``)."""
+    path = None
+    if cache_dir is not None:
+        path = Path(cache_dir) / f"{cache_key(examples, kind, tokenizer, max_len)}.pkl"
+        if path.is_file():
+            with path.open("rb") as f:
+                return pickle.load(f)
+    encoded = _encode_tagging(examples, tokenizer, max_len) if kind == "tagging" else _encode_pairs(
+        examples, tokenizer, max_len
+    )
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # write then rename, so concurrent trials never read a half-written file
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            pickle.dump(encoded, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    return encoded
+
+
+def _flatten(rows: list[list[int]], dtype) -> np.ndarray:
+    return np.fromiter((t for row in rows for t in row), dtype=dtype, count=sum(map(len, rows)))
+
+
+def _encode_pairs(examples: Sequence[Example], tokenizer, max_len: int) -> Encoded:
+    a = [ex.text_a for ex in examples]
+    b = [ex.text_b for ex in examples]
+    pairs = all(t is not None for t in b)
+    out = tokenizer(a, b if pairs else None, truncation=True, max_length=max_len)
+    ids = out["input_ids"]
+    offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in ids], out=offsets[1:])
+    type_ids = _flatten(out["token_type_ids"], np.int8) if "token_type_ids" in out else None
+    labels = np.asarray([ex.label for ex in examples], dtype=np.int64)
+    return Encoded(_flatten(ids, np.int32), type_ids, offsets, labels, None)
+
+
+def _encode_tagging(examples: Sequence[Example], tokenizer, max_len: int) -> Encoded:
+    words = [ex.text_a.split(" ") for ex in examples]
+    out = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_len)
+    rows, label_rows = out["input_ids"], []
+    for i, ex in enumerate(examples):
+        tags, previous, row = ex.label, None, []
+        for w in out.word_ids(i):
+            # label a word on its first sub-token only
+            row.append(IGNORE if w is None or w == previous else tags[w])  # type: ignore[index]
+            previous = w
+        label_rows.append(row)
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=offsets[1:])
+    type_ids = _flatten(out["token_type_ids"], np.int8) if "token_type_ids" in out else None
+    return Encoded(
+        _flatten(rows, np.int32), type_ids, offsets, _flatten(label_rows, np.int64),
+        np.asarray([len(w) for w in words], dtype=np.int64),
+    )
+
+
+@dataclass(frozen=True)
+class Padding:
+    pad_id: int
+    pad_type_id: int
+    left: bool  # XLNet pads on the left so its <cls> stays last
+
+    @classmethod
+    def of(cls, tokenizer) -> "Padding":
+        return cls(
+            int(tokenizer.pad_token_id or 0),
+            int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
+            tokenizer.padding_side == "left",
+        )
+
+
+def collate(
+    data: Encoded, rows: np.ndarray, padding: Padding, kind: str, fixed_length: int | None = None
+) -> dict[str, torch.Tensor]:
+    """Tensors for ``rows``, padded to their longest row (or to ``fixed_length``)."""
+    starts, ends = data.offsets[rows], data.offsets[rows + 1]
+    lengths = ends - starts
+    width = int(fixed_length or lengths.max())
+    ids = np.full((len(rows), width), padding.pad_id, dtype=np.int64)
+    mask = np.zeros((len(rows), width), dtype=np.int64)
+    types = np.full((len(rows), width), padding.pad_type_id, dtype=np.int64) if data.type_ids is not None else None
+    tags = np.full((len(rows), width), IGNORE, dtype=np.int64) if kind == "tagging" else None
+    for i, (s, e, n) in enumerate(zip(starts, ends, lengths)):
+        cols = slice(width - n, width) if padding.left else slice(0, n)
+        ids[i, cols] = data.ids[s:e]
+        mask[i, cols] = 1
+        if types is not None:
+            types[i, cols] = data.type_ids[s:e]  # type: ignore[index]
+        if tags is not None:
+            tags[i, cols] = data.labels[s:e]
+    batch = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
+    if types is not None:
+        batch["token_type_ids"] = torch.from_numpy(types)
+    batch["labels"] = torch.from_numpy(tags) if tags is not None else torch.from_numpy(data.labels[rows])
+    return batch
+
+
+class TaskBatches:
+    """Endless batches over one task's training rows, reshuffled at every pass."""
+
+    def __init__(self, n_rows: int, batch_size: int, seed: int) -> None:
+        self.n_rows, self.batch_size = n_rows, batch_size
+        self.rng = np.random.default_rng(seed)
+        self.order = self.rng.permutation(n_rows)
+        self.position = 0
+
+    def __len__(self) -> int:
+        """Batches per pass (the last one may be short)."""
+        return -(-self.n_rows // self.batch_size)
+
+    def next(self) -> np.ndarray:
+        if self.position >= self.n_rows:
+            self.order, self.position = self.rng.permutation(self.n_rows), 0
+        rows = self.order[self.position:self.position + self.batch_size]
+        self.position += len(rows)
+        return rows
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.bit_generator.state, "order": self.order.copy(), "position": self.position}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rng.bit_generator.state = state["rng"]
+        self.order, self.position = np.asarray(state["order"]), int(state["position"])
+
+
+def limit_rows(n_rows: int, limit: int | None, group_size: int, first: bool) -> np.ndarray:
+    """Row indices of at most ``limit`` rows, whole groups only (at least one group).
+
+    ``first`` keeps the leading groups (evaluation keeps the published order);
+    otherwise a fixed-seed sample of groups, identical for every trial and seed.
+    """
+    n_groups = n_rows // group_size
+    if limit is None or limit >= n_rows:
+        return np.arange(n_rows)
+    keep = max(1, limit // group_size)
+    groups = np.arange(keep) if first else np.sort(np.random.default_rng(0).permutation(n_groups)[:keep])
+    return (groups[:, None] * group_size + np.arange(group_size)).ravel()

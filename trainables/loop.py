@@ -1,0 +1,263 @@
+"""The multitask training loop (thesis Algorithm 3) as a resumable Python API.
+
+``train(config)`` yields one metrics dict per epoch. ``Trainer`` holds the whole
+state (model, optimiser, scheduler, sampler and batch RNGs) behind
+``state_dict``/``load_state_dict`` so a wrapper can checkpoint between epochs
+and a resumed run continues exactly as an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from trainables.batching import IGNORE, Encoded, Padding, TaskBatches, collate, default_cache_dir, encode, limit_rows
+from trainables.config import TrainConfig
+from trainables.model import MultitaskModel, build_model, load_tokenizer
+from trainables.sampling import make_sampler, steps_per_epoch
+from trainables.tasks import Example, Task, get_task
+
+logger = logging.getLogger(__name__)
+
+
+class DivergedError(RuntimeError):
+    """The loss became NaN or infinite; the message says where."""
+
+
+@dataclass
+class TaskData:
+    task: Task
+    train: Encoded
+    dev: Encoded
+    dev_examples: list[Example]
+    test: Encoded | None
+    test_examples: list[Example] | None
+
+
+def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) -> dict[str, TaskData]:
+    """Read, limit and tokenize every task's splits (cached on disk across runs and trials)."""
+    cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
+    max_len = config.encoder.max_seq_length
+    out = {}
+    for spec in config.tasks:
+        task = get_task(spec, Path(config.data_dir), config.protocol)
+
+        def load(split: str, limit: int | None, first: bool) -> tuple[list[Example], Encoded]:
+            examples = task.examples(split)
+            rows = limit_rows(len(examples), limit, task.group_size, first)
+            examples = [examples[i] for i in rows]
+            return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir)
+
+        started = time.perf_counter()
+        _, train = load("train", config.max_train_examples, first=False)
+        dev_examples, dev = load("dev", config.max_eval_examples, first=True)
+        test_examples, test = (
+            load("test", config.max_eval_examples, first=True) if config.evaluate_test else (None, None)
+        )
+        out[spec] = TaskData(task, train, dev, dev_examples, test, test_examples)
+        logger.info(
+            "%s: %d train / %d dev rows ready in %.1fs", spec, len(train), len(dev), time.perf_counter() - started
+        )
+    return out
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+class Trainer:
+    """One multitask run. Call :meth:`run_epoch` ``config.epochs`` times."""
+
+    def __init__(self, config: TrainConfig, data: dict[str, TaskData] | None = None, tokenizer=None) -> None:
+        self.config = config
+        self.device = resolve_device(config.device)
+        torch.manual_seed(config.seed)
+        tokenizer = tokenizer or load_tokenizer(config.encoder)
+        self.padding = Padding.of(tokenizer)
+        self.data = data if data is not None else prepare_data(config, tokenizer)
+        self.names = list(config.tasks)
+        self.kinds = {n: self.data[n].task.kind for n in self.names}
+        heads = {n: (self.data[n].task.num_labels, self.kinds[n]) for n in self.names}
+        self.model: MultitaskModel = build_model(config.encoder, heads).to(self.device)
+
+        # one stream of seeds: sampler, then one per task's batch order
+        seeds = np.random.SeedSequence(config.seed).spawn(len(self.names) + 1)
+        self.batches = [
+            TaskBatches(len(self.data[n].train), config.batch_size, int(s.generate_state(1)[0]))
+            for n, s in zip(self.names, seeds[1:])
+        ]
+        self.steps_per_epoch = steps_per_epoch([len(b) for b in self.batches])
+        self.sampler = make_sampler(
+            config.sampling, config.task_weights(), config.epochs, int(seeds[0].generate_state(1)[0])
+        )
+        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=config.lr)
+        total = self.steps_per_epoch * config.epochs
+        warmup = int(config.warmup * total)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: step / max(1, warmup) if step < warmup else max(
+                0.0, (total - step) / max(1, total - warmup)
+            ),
+        )
+        self.epoch = 0
+        # Each run owns its torch RNG (dropout), so several seeds can interleave
+        # epochs in one process and each still matches its standalone run.
+        self.torch_rng = torch.get_rng_state()
+        self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
+        self.loss_fn = nn.CrossEntropyLoss()  # ignores IGNORE (-100) positions by default
+
+    def _param_groups(self) -> list[dict[str, Any]]:
+        # no weight decay on biases and LayerNorm weights, as in BERT
+        decay, no_decay = [], []
+        for name, p in self.model.named_parameters():
+            (no_decay if p.ndim < 2 else decay).append(p)
+        return [
+            {"params": decay, "weight_decay": self.config.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ]
+
+    # -- training -----------------------------------------------------------
+    def step(self, task_index: int) -> float:
+        name = self.names[task_index]
+        rows = self.batches[task_index].next()
+        batch = {k: v.to(self.device) for k, v in collate(self.data[name].train, rows, self.padding, self.kinds[name]).items()}
+        labels = batch.pop("labels")
+        logits = self.model(name, **batch)
+        loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        return loss.item()
+
+    def run_epoch(self) -> dict[str, float]:
+        """Train one epoch, evaluate on dev (and test after the last epoch); return the metrics."""
+        with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if self.cuda_rng is not None else []):
+            torch.set_rng_state(self.torch_rng)
+            if self.cuda_rng is not None:
+                torch.cuda.set_rng_state_all(self.cuda_rng)
+            metrics = self._run_epoch()
+            self.torch_rng = torch.get_rng_state()
+            if self.cuda_rng is not None:
+                self.cuda_rng = torch.cuda.get_rng_state_all()
+        return metrics
+
+    def _run_epoch(self) -> dict[str, float]:
+        config, epoch = self.config, self.epoch
+        probs = self.sampler.probabilities(epoch)
+        self.model.train()
+        started = time.perf_counter()
+        losses = {n: [] for n in self.names}
+        log_every = max(1, self.steps_per_epoch // 10)
+        for step in range(self.steps_per_epoch):
+            # sample a task, take its next batch, backpropagate through encoder and head
+            t = self.sampler.sample(epoch)
+            loss = self.step(t)
+            if not math.isfinite(loss):
+                raise DivergedError(
+                    f"loss became {loss} at epoch {epoch + 1} step {step + 1} on task {self.names[t]}"
+                )
+            losses[self.names[t]].append(loss)
+            if (step + 1) % log_every == 0:
+                logger.info("epoch %d step %d/%d loss %.4f", epoch + 1, step + 1, self.steps_per_epoch, loss)
+        train_seconds = time.perf_counter() - started
+        self.epoch += 1
+
+        metrics: dict[str, float] = {"epoch": float(self.epoch), "train/seconds": train_seconds}
+        all_losses = [x for v in losses.values() for x in v]
+        metrics["train/loss"] = float(np.mean(all_losses))
+        metrics["train/samples_per_second"] = (
+            sum(len(v) for v in losses.values()) * config.batch_size / max(train_seconds, 1e-9)
+        )
+        for i, n in enumerate(self.names):
+            key = self.data[n].task.name
+            metrics[f"sampling/p/{key}"] = float(probs[i])
+            metrics[f"sampling/steps/{key}"] = float(len(losses[n]))
+            if losses[n]:
+                metrics[f"train/{key}/loss"] = float(np.mean(losses[n]))
+        for n in self.names:
+            d = self.data[n]
+            metrics.update(self._scores(n, "dev", d.dev, d.dev_examples))
+            if self.epoch == config.epochs and d.test is not None:
+                metrics.update(self._scores(n, "test", d.test, d.test_examples))  # type: ignore[arg-type]
+        return metrics
+
+    # -- evaluation ---------------------------------------------------------
+    @torch.no_grad()
+    def predict(self, name: str, data: Encoded) -> np.ndarray:
+        """Class probabilities: (rows, C) for sequence tasks, (words, C) for tagging."""
+        self.model.eval()
+        kind, size = self.kinds[name], self.config.eval_batch_size
+        order = np.argsort(data.lengths(), kind="stable")  # similar lengths together: less padding
+        per_row: list[np.ndarray] = [np.empty(0)] * len(order)
+        for start in range(0, len(order), size):
+            rows = order[start:start + size]
+            batch = collate(data, rows, self.padding, kind)
+            labels = batch.pop("labels")
+            logits = self.model(name, **{k: v.to(self.device) for k, v in batch.items()})
+            p = torch.softmax(logits.float(), -1).cpu()
+            for i, r in enumerate(rows):
+                # tagging: keep each word's first sub-token, the only labelled one
+                per_row[r] = p[i][labels[i] != IGNORE].numpy() if kind == "tagging" else p[i].numpy()
+        if kind != "tagging":
+            return np.stack(per_row)
+        # words truncated away by max_seq_length get a uniform (so, scored) prediction
+        n_classes = self.data[name].task.num_labels
+        out = []
+        for r, p in enumerate(per_row):
+            missing = int(data.words[r]) - len(p)  # type: ignore[index]
+            out.append(np.concatenate([p, np.full((missing, n_classes), 1.0 / n_classes)]) if missing else p)
+        return np.concatenate(out)
+
+    def _scores(self, name: str, split: str, data: Encoded, examples: Sequence[Example]) -> dict[str, float]:
+        task = self.data[name].task
+        scores = task.metrics(self.predict(name, data), examples)
+        return {f"{task.name}/{split}/{k}": float(v) for k, v in scores.items()}
+
+    # -- checkpointing ------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "epoch": self.epoch,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "sampler": self.sampler.state_dict(),
+            "batches": [b.state_dict() for b in self.batches],
+            "torch_rng": self.torch_rng,
+            "cuda_rng": self.cuda_rng,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.epoch = int(state["epoch"])
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.sampler.load_state_dict(state["sampler"])
+        for b, s in zip(self.batches, state["batches"]):
+            b.load_state_dict(s)
+        self.torch_rng = state["torch_rng"].cpu()
+        if state.get("cuda_rng") is not None and self.cuda_rng is not None:
+            self.cuda_rng = state["cuda_rng"]
+
+    def save(self, path: str | Path) -> None:
+        torch.save(self.state_dict(), path)
+
+    def load(self, path: str | Path) -> None:
+        self.load_state_dict(torch.load(path, map_location=self.device, weights_only=False))
+
+
+def train(config: TrainConfig, data: dict[str, TaskData] | None = None) -> Iterator[dict[str, float]]:
+    """Train ``config`` and yield the metrics of every epoch."""
+    trainer = Trainer(config, data)
+    while trainer.epoch < config.epochs:
+        yield trainer.run_epoch()

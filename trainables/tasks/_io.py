@@ -1,0 +1,43 @@
+"""Shared readers: TSV/CSV rows with line numbers, and the deterministic hold-out."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from trainables.tasks.base import DataError
+
+csv.field_size_limit(10_000_000)
+
+
+def read_rows(path: Path, columns: Sequence[str], delimiter: str = "\t", quoting: int = csv.QUOTE_NONE) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line_number, row)`` for a file with a header naming at least ``columns``."""
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{path}: empty file, expected a header with {', '.join(columns)}")
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise DataError(f"{path}:1: header {header} lacks column(s) {', '.join(missing)}")
+        for row in reader:
+            line = reader.line_num
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise DataError(f"{path}:{line}: {len(row)} fields, expected {len(header)} ({', '.join(header)})")
+            yield line, dict(zip(header, row))
+
+
+def held_out(key: str, modulus: int) -> bool:
+    """Deterministic hold-out: ``sha1(key) % modulus == 0`` (about 1/modulus of the keys)."""
+    return int(hashlib.sha1(key.encode("utf-8")).hexdigest(), 16) % modulus == 0
+
+
+def label_index(value: str, labels: Sequence[str], where: str) -> int:
+    try:
+        return list(labels).index(value)
+    except ValueError:
+        raise DataError(f"{where}: unknown label {value!r}, expected one of {', '.join(labels)}") from None

@@ -1,0 +1,132 @@
+"""The task interface and its registry.
+
+A task is one dataset with one head. It knows how to read its splits from the
+data root into :class:`Example` rows in *model order* (the order the metrics
+expect), how many output classes its head has, and how to score predictions.
+
+Who calls what:
+- ``trainables.data`` and the training loop call :meth:`Task.examples` once per
+  split and cache the tokenized result.
+- The loop calls :meth:`Task.metrics` after each evaluation pass with one row of
+  class probabilities per example (per labelled token for tagging tasks).
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, ClassVar, Sequence
+
+import numpy as np
+
+SPLITS = ("train", "dev", "test")
+# Model-selection protocols: "holdout" keeps test unseen (dev is carved from
+# train where a task has no dev split); "thesis" reproduces the thesis, which
+# trained on all of train and selected on test.
+PROTOCOLS = ("holdout", "thesis")
+
+
+class DataError(ValueError):
+    """Bad or missing input data; ``str()`` is one line naming file, record and expectation."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """One model input. ``label`` is an int (sequence tasks) or a list of ints (tagging).
+
+    For tagging tasks ``text_a`` holds the words joined by single spaces and
+    ``text_b`` is None.
+    """
+
+    id: str
+    text_a: str
+    text_b: str | None
+    label: int | tuple[int, ...]
+
+
+class Task(abc.ABC):
+    """A dataset plus how to read, label and score it.
+
+    Subclasses declare ``name``, ``labels`` and ``kind`` as class attributes
+    (or instance attributes for configurable tasks) and implement
+    :meth:`examples` and :meth:`metrics`.
+    """
+
+    name: ClassVar[str] = ""
+    kind: ClassVar[str] = "sequence"  # "sequence" (one label per row) or "tagging"
+    labels: Sequence[str] = ()
+    # Rows that belong together for evaluation (e.g. 25 QA_B rows per SemEval
+    # sentence); example limits keep whole groups so metrics stay well defined.
+    group_size: int = 1
+    # The metric a study optimises by default for this task.
+    primary_metric: ClassVar[str] = "acc"
+
+    def __init__(self, data_dir: Path, protocol: str = "holdout", option: str | None = None) -> None:
+        if protocol not in PROTOCOLS:
+            raise DataError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+        self.data_dir = Path(data_dir)
+        self.protocol = protocol
+        self.option = option
+        self.configure(option)
+
+    def configure(self, option: str | None) -> None:
+        """Apply the part after ``:`` in a task spec (``semeval:NLI_M``); default: none allowed."""
+        if option:
+            raise DataError(f"task {self.name!r} takes no option, got {option!r}")
+
+    @property
+    def num_labels(self) -> int:
+        return len(self.labels)
+
+    @abc.abstractmethod
+    def examples(self, split: str) -> list[Example]:
+        """Rows of ``split`` (one of :data:`SPLITS`) in model order."""
+
+    @abc.abstractmethod
+    def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
+        """Score ``probs`` (rows x classes, model order) against ``examples``' labels."""
+
+    def path(self, *parts: str) -> Path:
+        """A file under the data root, or a :class:`DataError` naming it and the public source."""
+        p = self.data_dir.joinpath(*parts)
+        if not p.is_file():
+            raise DataError(
+                f"{self.name}: missing dataset file {p} (data root {self.data_dir}; "
+                f"set --data-dir or MTL_DATA_DIR; public copy: {self.source})"
+            )
+        if p.stat().st_size == 0:
+            raise DataError(f"{p}: empty file, expected {self.name} data")
+        return p
+
+    source: ClassVar[str] = "see README"
+
+
+TaskFactory = Callable[..., Task]
+_REGISTRY: dict[str, TaskFactory] = {}
+
+
+def register(name: str) -> Callable[[TaskFactory], TaskFactory]:
+    """Class decorator: make ``name`` resolvable by :func:`get_task`."""
+
+    def wrap(factory: TaskFactory) -> TaskFactory:
+        _REGISTRY[name] = factory
+        return factory
+
+    return wrap
+
+
+def task_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def get_task(name: str, data_dir: Path, protocol: str = "holdout") -> Task:
+    """Instantiate a task from its spec ``NAME[:OPTION]``.
+
+    The option selects a construction (``semeval:NLI_M``) or, for ``csv``, the
+    task's config file (``csv:my_task.json``).
+    """
+    base, _, option = name.partition(":")
+    if base not in _REGISTRY:
+        raise DataError(f"unknown task {name!r}: expected one of {', '.join(task_names())}")
+    return _REGISTRY[base](Path(data_dir), protocol, option or None)

@@ -1,0 +1,74 @@
+"""A user task from CSV files, declared by a small JSON config: ``csv:path/to/task.json``.
+
+Config: ``{"name": "mytask", "kind": "sequence" | "tagging", "labels": [...],
+"train": "train.csv", "dev": "dev.csv", "test": "test.csv"}`` (paths relative to
+the JSON file). CSV header ``id,text_a[,text_b],label``; for tagging, ``text_a``
+holds space-separated words and ``label`` as many space-separated tags.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from trainables import metrics
+from trainables.tasks._io import label_index, read_rows
+from trainables.tasks.base import DataError, Example, Task, register
+
+
+@register("csv")
+class CSVTask(Task):
+    name = "csv"
+    source = "your own files"
+
+    def configure(self, option: str | None) -> None:
+        if not option:
+            raise DataError("task 'csv' needs its config file: csv:path/to/task.json")
+        path = Path(option)
+        try:
+            spec = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"{path}: cannot read task config ({exc})") from None
+        for key in ("name", "labels", "train", "dev", "test"):
+            if key not in spec:
+                raise DataError(f"{path}: task config lacks {key!r}; expected name, kind, labels, train, dev, test")
+        if spec.get("kind", "sequence") not in ("sequence", "tagging"):
+            raise DataError(f"{path}: kind {spec['kind']!r}, expected sequence or tagging")
+        if not spec["labels"]:
+            raise DataError(f"{path}: labels is empty")
+        self.name, self.kind = str(spec["name"]), spec.get("kind", "sequence")
+        self.labels = tuple(map(str, spec["labels"]))
+        self.primary_metric = "token_acc" if self.kind == "tagging" else "acc"
+        self.files = {split: path.parent / spec[split] for split in ("train", "dev", "test")}
+
+    def examples(self, split: str) -> list[Example]:
+        if split not in self.files:
+            raise DataError(f"{self.name}: unknown split {split!r}, expected train, dev or test")
+        path = self.files[split]
+        if not path.is_file() or path.stat().st_size == 0:
+            raise DataError(f"{path}: missing or empty, expected CSV id,text_a[,text_b],label for task {self.name}")
+        out = []
+        for line, row in read_rows(path, ("id", "text_a", "label"), delimiter=",", quoting=csv.QUOTE_MINIMAL):
+            where = f"{path}:{line}"
+            if self.kind == "tagging":
+                words, tags = row["text_a"].split(), row["label"].split()
+                if len(words) != len(tags) or not words:
+                    raise DataError(f"{where}: {len(words)} words but {len(tags)} labels, expected as many")
+                label: int | tuple[int, ...] = tuple(label_index(t, self.labels, where) for t in tags)
+                text_a = " ".join(words)
+            else:
+                label, text_a = label_index(row["label"], self.labels, where), row["text_a"]
+            out.append(Example(row["id"], text_a, row.get("text_b") or None, label))
+        if not out:
+            raise DataError(f"{path}: no rows, expected CSV id,text_a[,text_b],label")
+        return out
+
+    def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
+        if self.kind == "tagging":
+            gold = np.fromiter((t for ex in examples for t in ex.label), dtype=np.int64)  # type: ignore[union-attr]
+            return {"token_acc": metrics.token_accuracy(probs, gold)}
+        return {"acc": metrics.accuracy(probs, np.array([ex.label for ex in examples]))}

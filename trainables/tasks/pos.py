@@ -1,0 +1,75 @@
+"""CoNLL-2003 English part-of-speech tagging (Tjong Kim Sang & De Meulder 2003).
+
+The thesis's "NER" task is really PoS tagging on CoNLL-2003. Token
+classification over the 45 tags; the model labels each word's first sub-token.
+Splits: train / valid / test under both protocols (dev = valid).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from trainables import metrics
+from trainables.tasks._io import label_index
+from trainables.tasks.base import DataError, Example, Task, register
+
+# The 45 tags of CoNLL-2003 train, sorted (fixed so head outputs never shift).
+TAGS = (
+    '"', "$", "''", "(", ")", ",", ".", ":", "CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "LS",
+    "MD", "NN", "NNP", "NNPS", "NNS", "NN|SYM", "PDT", "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM",
+    "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "WDT", "WP", "WP$", "WRB",
+)
+FILES = {"train": "train.txt", "dev": "valid.txt", "test": "test.txt"}
+
+
+def read_conll(path: Path, tags: Sequence[str]) -> list[Example]:
+    out: list[Example] = []
+    words: list[str] = []
+    labels: list[int] = []
+    start = 0
+
+    def flush() -> None:
+        if words:
+            out.append(Example(f"{path.name}:{start}", " ".join(words), None, tuple(labels)))
+            words.clear()
+            labels.clear()
+
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            fields = line.split()
+            if not fields:
+                flush()
+                continue
+            if len(fields) != 4:
+                raise DataError(f"{path}:{line_no}: {len(fields)} fields, expected 4 (word POS chunk NER)")
+            if fields[0] == "-DOCSTART-":
+                continue
+            if not words:
+                start = line_no
+            words.append(fields[0])
+            labels.append(label_index(fields[1], tags, f"{path}:{line_no}"))
+    flush()
+    if not out:
+        raise DataError(f"{path}: no sentences, expected CoNLL-2003 'word POS chunk NER' lines")
+    return out
+
+
+@register("pos")
+class PoS(Task):
+    name = "pos"
+    kind = "tagging"
+    labels = TAGS
+    primary_metric = "token_acc"
+    source = "https://github.com/kamalkraj/BERT-NER (data/)"
+
+    def examples(self, split: str) -> list[Example]:
+        if split not in FILES:
+            raise DataError(f"pos: unknown split {split!r}, expected train, dev or test")
+        return read_conll(self.path("conll2003", FILES[split]), self.labels)
+
+    def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
+        gold = np.fromiter((t for ex in examples for t in ex.label), dtype=np.int64)  # type: ignore[union-attr]
+        return {"token_acc": metrics.token_accuracy(probs, gold)}

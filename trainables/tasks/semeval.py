@@ -1,0 +1,112 @@
+"""SemEval-2014 Task 4 restaurants, aspect-category polarity (Pontiki et al. 2014).
+
+Read from the raw XML. QA_B (default) as Sun et al. 2019: per sentence the
+aspects price, anecdotes, food, ambience, service; per aspect the polarities
+positive, neutral, negative, conflict, none; ``text_a`` = ``the polarity of the
+aspect {aspect} is {polarity} .``, ``text_b`` = the sentence (trailing
+whitespace stripped), label 1 for the gold polarity (none if the aspect is
+absent). A category listed twice keeps its first polarity.
+
+Splits. ``holdout`` protocol: dev = the train sentences whose
+``sha1(sentence id) % 10 == 0`` (about 10%, whole sentences), train = the
+rest, test = ``Restaurants_Test_Gold.xml``; model selection never sees test.
+``thesis`` protocol: train = all of train, dev = test (what the thesis did).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from trainables import metrics
+from trainables.tasks._io import held_out, label_index
+from trainables.tasks.base import DataError, Example, Task, register
+
+ASPECTS = ("price", "anecdotes", "food", "ambience", "service")
+CATEGORIES = {"price": "price", "anecdotes/miscellaneous": "anecdotes", "food": "food",
+              "ambience": "ambience", "service": "service"}
+POLARITIES = ("positive", "neutral", "negative", "conflict", "none")
+CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
+FILES = {"train": "Restaurants_Train.xml", "test": "Restaurants_Test_Gold.xml"}
+
+
+def read_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
+    """``(sentence id, text, {aspect: polarity})`` in document order."""
+    try:
+        root = ET.parse(path).getroot()
+    except ET.ParseError as exc:
+        raise DataError(f"{path}:{exc.position[0]}: malformed XML ({exc}), expected SemEval-2014 <sentences>") from None
+    out = []
+    for i, node in enumerate(root.iter("sentence")):
+        sid = node.get("id")
+        text = node.findtext("text")
+        if sid is None or text is None:
+            raise DataError(f"{path}: sentence #{i + 1} lacks an id attribute or a <text> element")
+        gold: dict[str, str] = {}
+        for cat in node.iter("aspectCategory"):
+            name, polarity = cat.get("category"), cat.get("polarity")
+            if name not in CATEGORIES:
+                raise DataError(f"{path}: sentence {sid}: unknown category {name!r}, expected one of {', '.join(CATEGORIES)}")
+            if polarity not in POLARITIES[:4]:
+                raise DataError(f"{path}: sentence {sid}: unknown polarity {polarity!r}, expected one of {', '.join(POLARITIES[:4])}")
+            gold.setdefault(CATEGORIES[name], polarity)  # a repeated category keeps the first
+        out.append((sid, text.rstrip(), gold))
+    if not out:
+        raise DataError(f"{path}: no <sentence> elements, expected SemEval-2014 restaurants XML")
+    return out
+
+
+@register("semeval")
+class SemEval(Task):
+    name = "semeval"
+    primary_metric = "acc_4way"
+    source = "https://github.com/HSLCY/ABSA-BERT-pair (data/semeval2014)"
+
+    def configure(self, option: str | None) -> None:
+        self.construction = option or "QA_B"
+        if self.construction not in CONSTRUCTIONS:
+            raise DataError(f"semeval construction {option!r}: expected one of {', '.join(CONSTRUCTIONS)}")
+        self.binary = self.construction.endswith("_B")
+        self.labels = ("0", "1") if self.binary else POLARITIES
+        self.group_size = 25 if self.binary else 5  # rows per sentence
+
+    def sentences(self, split: str) -> list[tuple[str, str, dict[str, str]]]:
+        if split == "test" or (split == "dev" and self.protocol == "thesis"):
+            return read_sentences(self.path("semeval2014", "raw", FILES["test"]))
+        if split not in ("train", "dev"):
+            raise DataError(f"semeval: unknown split {split!r}, expected train, dev or test")
+        rows = read_sentences(self.path("semeval2014", "raw", FILES["train"]))
+        if self.protocol == "thesis":
+            return rows
+        return [r for r in rows if held_out(r[0], 10) == (split == "dev")]
+
+    def examples(self, split: str) -> list[Example]:
+        out = []
+        for sid, text, gold in self.sentences(split):
+            for aspect in ASPECTS:
+                truth = gold.get(aspect, "none")
+                if not self.binary:
+                    question = aspect if self.construction == "NLI_M" else f"what do you think of the {aspect} of it ?"
+                    out.append(Example(f"{sid}/{aspect}", question, text, POLARITIES.index(truth)))
+                    continue
+                for polarity in POLARITIES:
+                    question = (
+                        f"the polarity of the aspect {aspect} is {polarity} ." if self.construction == "QA_B"
+                        else f"{aspect} - {polarity}"
+                    )
+                    out.append(Example(f"{sid}/{aspect}/{polarity}", question, text, int(polarity == truth)))
+        return out
+
+    def gold(self, examples: Sequence[Example]) -> np.ndarray:
+        """Gold polarity index per (sentence, aspect) row."""
+        if not self.binary:
+            return np.array([ex.label for ex in examples])
+        yes = np.array([ex.label for ex in examples]).reshape(-1, 5)
+        return yes.argmax(1)
+
+    def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
+        score = metrics.group_scores(probs[:, 1], 5) if self.binary else np.asarray(probs)
+        return metrics.semeval_metrics(score, self.gold(examples))

@@ -1,0 +1,85 @@
+"""Sentihood TABSA (Saeidi et al. 2016), as constructed by Sun et al. 2019.
+
+Source: the published NLI_M files ``sentihood/bert-pair/{train,dev,test}_NLI_M.tsv``
+(tokenized, lower-cased reviews; 4 aspects general, price, safety, transit per
+(sentence, location), in the published order). QA_B (default) expands each row
+into 3 rows None, Positive, Negative: ``text_a`` = ``the polarity of the aspect
+{aspect} of location - {k} - is {polarity} .``, ``text_b`` = the review, label 1
+iff the polarity is the gold one. This reproduces the published
+``{dev,test}_QA_B.tsv`` row for row. Splits are the official ones under both
+protocols (the dataset has its own dev set).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+import numpy as np
+
+from trainables import metrics
+from trainables.tasks._io import label_index, read_rows
+from trainables.tasks.base import DataError, Example, Task, register
+
+ASPECTS = ("general", "price", "safety", "transit location")  # as written in the NLI_M files
+POLARITIES = ("None", "Positive", "Negative")
+CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
+TARGET = re.compile(r"^location - ([12]) - (general|price|safety|transit location)$")
+
+
+@register("sentihood")
+class Sentihood(Task):
+    name = "sentihood"
+    primary_metric = "strict_acc"
+    source = "https://github.com/HSLCY/ABSA-BERT-pair (data/sentihood)"
+
+    def configure(self, option: str | None) -> None:
+        self.construction = option or "QA_B"
+        if self.construction not in CONSTRUCTIONS:
+            raise DataError(f"sentihood construction {option!r}: expected one of {', '.join(CONSTRUCTIONS)}")
+        self.binary = self.construction.endswith("_B")
+        self.labels = ("0", "1") if self.binary else POLARITIES
+        self.group_size = 12 if self.binary else 4  # rows per (sentence, location)
+
+    def rows(self, split: str) -> list[tuple[str, str, str, str, int]]:
+        """``(id, review, location k, aspect, gold index)`` in published order."""
+        if split not in ("train", "dev", "test"):
+            raise DataError(f"sentihood: unknown split {split!r}, expected train, dev or test")
+        path = self.path("sentihood", "bert-pair", f"{split}_NLI_M.tsv")
+        out = []
+        for line, row in read_rows(path, ("id", "sentence1", "sentence2", "label")):
+            target = TARGET.match(row["sentence2"])
+            if target is None:
+                raise DataError(
+                    f"{path}:{line}: target {row['sentence2']!r}, expected 'location - 1|2 - general|price|safety|transit location'"
+                )
+            gold = label_index(row["label"], POLARITIES, f"{path}:{line}")
+            out.append((row["id"], row["sentence1"], target.group(1), target.group(2), gold))
+        if not out:
+            raise DataError(f"{path}: no rows, expected Sentihood NLI_M data")
+        return out
+
+    def examples(self, split: str) -> list[Example]:
+        out = []
+        for rid, review, k, aspect, gold in self.rows(split):
+            words = aspect
+            if self.construction == "NLI_M":
+                out.append(Example(f"{rid}/{k}/{aspect}", f"location - {k} - {aspect}", review, gold))
+            elif self.construction == "QA_M":
+                out.append(Example(f"{rid}/{k}/{aspect}", f"what do you think of the {words} of location - {k} - ?", review, gold))
+            else:
+                for i, polarity in enumerate(POLARITIES):
+                    question = (
+                        f"the polarity of the aspect {words} of location - {k} - is {polarity} ."
+                        if self.construction == "QA_B" else f"location - {k} - {words} - {polarity}"
+                    )
+                    out.append(Example(f"{rid}/{k}/{aspect}/{polarity}", question, review, int(i == gold)))
+        return out
+
+    def gold(self, examples: Sequence[Example]) -> np.ndarray:
+        labels = np.array([ex.label for ex in examples])
+        return labels.reshape(-1, 3).argmax(1) if self.binary else labels
+
+    def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
+        score = metrics.group_scores(probs[:, 1], 3) if self.binary else np.asarray(probs)
+        return metrics.sentihood_metrics(score, self.gold(examples))

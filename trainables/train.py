@@ -1,0 +1,76 @@
+"""``python -m trainables.train``: one multitask fine-tuning run, no Ray or MLflow."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from dataclasses import asdict
+
+from trainables.cli import run_main, setup_logging, write_json
+from trainables.config import DEFAULT_MODEL, SCHEMAS, SUMMARIES, ConfigError, EncoderConfig, SamplingConfig, TrainConfig, parse_weights
+from trainables.data import resolve_data_dir
+from trainables.loop import DivergedError, train
+from trainables.tasks import DataError
+
+logger = logging.getLogger("trainables.train")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m trainables.train", description=__doc__)
+    p.add_argument("--tasks", required=True, help="comma-separated task specs, e.g. semeval,sst2,pos")
+    p.add_argument("--primary", help="the primary task (default: the first of --tasks)")
+    p.add_argument("--sampling", default="prop", choices=SCHEMAS, help="task-sampling schema")
+    p.add_argument("--exponent", type=float, help="exponent a for --sampling power")
+    p.add_argument("--anneal-c", type=float, default=0.9, help="annealing constant c for --sampling anneal")
+    p.add_argument("--weights", default="", help="TASK=TIER|NUMBER,... (default primary 4, others 2)")
+    p.add_argument("--model", default=DEFAULT_MODEL, help="encoder: AutoModel name or local path")
+    p.add_argument("--summary", choices=SUMMARIES, help="sequence summary (default: by model type)")
+    p.add_argument("--max-seq-length", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=4)
+    p.add_argument("--batch-size", type=int, default=24)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--warmup", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--max-train-examples", type=int, help="per task (whole evaluation groups)")
+    p.add_argument("--max-eval-examples", type=int, help="per task (whole evaluation groups)")
+    p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
+    p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--metrics-out", help="write every epoch's metrics to this JSON file")
+    p.add_argument("--verbose", action="store_true")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    return TrainConfig(
+        tasks=tasks,
+        primary=args.primary or (tasks[0] if tasks else ""),
+        sampling=SamplingConfig(
+            schema=args.sampling, exponent=args.exponent, anneal_c=args.anneal_c, weights=parse_weights(args.weights)
+        ),
+        encoder=EncoderConfig(model=args.model, summary=args.summary, max_seq_length=args.max_seq_length),
+        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup, seed=args.seed,
+        max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples,
+        protocol=args.protocol, data_dir=str(resolve_data_dir(args.data_dir)), device=args.device,
+    )
+
+
+def main() -> int:
+    args = parser().parse_args()
+    setup_logging(args.verbose)
+    config = config_from_args(args)
+    epochs = []
+    for metrics in train(config):
+        epochs.append(metrics)
+        shown = {k: round(v, 4) for k, v in metrics.items() if "/dev/" in k or "/test/" in k or k == "train/loss"}
+        logger.info("epoch %d/%d %s", int(metrics["epoch"]), config.epochs, json.dumps(shown))
+    if args.metrics_out:
+        write_json(args.metrics_out, {"config": asdict(config), "epochs": epochs})
+        logger.info("metrics written to %s", args.metrics_out)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, (ConfigError, DataError, DivergedError, OSError))

@@ -1,0 +1,95 @@
+"""Ray Tune function trainable: one trial trains one canonical config under K seeds.
+
+The only core module that imports Ray. Every epoch it reports, for every
+metric, the seed mean, standard deviation and per-seed values (ASHA decides on
+the mean), and checkpoints every seed's full training state, so a retried or
+restored trial continues where it stopped with the result it would have had.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from ray import tune
+
+from trainables.config import TrainConfig
+from trainables.loop import Trainer, prepare_data
+from trainables.model import load_tokenizer
+
+logger = logging.getLogger(__name__)
+
+
+def aggregate(per_seed: Sequence[dict[str, float]], seeds: Sequence[int]) -> dict[str, float]:
+    """``{k: v}`` per seed -> ``{k/mean, k/std, k/seed<S>}`` (sample std; 0 for one seed)."""
+    out: dict[str, float] = {}
+    for key in per_seed[0]:
+        values = np.array([m[key] for m in per_seed], dtype=np.float64)
+        out[f"{key}/mean"] = float(values.mean())
+        out[f"{key}/std"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+        for seed, v in zip(seeds, values):
+            out[f"{key}/seed{seed}"] = float(v)
+    return out
+
+
+def placement() -> dict[str, Any]:
+    """Where this trial runs, and the device it trains on (CPU fallback when a GPU is missing)."""
+    import ray
+
+    context = ray.get_runtime_context()
+    gpus = tune.get_context().get_trial_resources().required_resources.get("GPU", 0) if _in_tune() else 0
+    cuda = torch.cuda.is_available()
+    device = "cuda" if cuda else "cpu"
+    fallback = bool(gpus) and not cuda
+    if fallback:
+        logger.warning("trial was given %s GPU but no CUDA device is visible: training on the CPU", gpus)
+    return {
+        "node_id": context.get_node_id(),
+        "node_hostname": socket.gethostname(),
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "torch_device": device,
+        "gpus_requested": float(gpus),
+        "cpu_fallback": fallback,
+    }
+
+
+def _in_tune() -> bool:
+    try:
+        return tune.get_context().get_trial_id() is not None
+    except Exception:
+        return False
+
+
+def multitask_trainable(config: dict[str, Any]) -> None:
+    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``."""
+    base = TrainConfig.from_dict(config["train"])
+    seeds = [int(s) for s in config["seeds"]]
+    where = placement()
+    base = base.with_(device=where["torch_device"])
+    torch.set_num_threads(max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1))))
+
+    tokenizer = load_tokenizer(base.encoder)
+    data = prepare_data(base, tokenizer)  # tokenized once per study: on-disk cache shared by trials
+    trainers = [Trainer(base.with_(seed=s), data, tokenizer) for s in seeds]
+
+    checkpoint = tune.get_checkpoint()
+    if checkpoint:
+        with checkpoint.as_directory() as directory:
+            for seed, trainer in zip(seeds, trainers):
+                trainer.load(Path(directory) / f"seed-{seed}.pt")
+        logger.info("resumed %s from epoch %d", config.get("key", ""), trainers[0].epoch)
+
+    while trainers[0].epoch < base.epochs:
+        per_seed = [trainer.run_epoch() for trainer in trainers]
+        metrics: dict[str, Any] = aggregate(per_seed, seeds)
+        metrics.update(epoch=trainers[0].epoch, **where)
+        with tempfile.TemporaryDirectory() as directory:
+            for seed, trainer in zip(seeds, trainers):
+                trainer.save(Path(directory) / f"seed-{seed}.pt")
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))
