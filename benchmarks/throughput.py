@@ -12,6 +12,7 @@ Blocks of the contenders alternate so drift in machine load hits both alike.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -20,7 +21,7 @@ import time
 import numpy as np
 import torch
 
-from trainables.batching import Padding, TaskBatches, collate
+from trainables.batching import collate
 from trainables.cli import setup_logging
 from trainables.config import DEFAULT_MODEL, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.data import resolve_data_dir
@@ -55,8 +56,8 @@ def loop_steps(trainer: Trainer, n: int) -> float:
 def main() -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__)
     p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--steps", type=int, default=8, help="steps per timed block")
-    p.add_argument("--rounds", type=int, default=3, help="alternating blocks per contender")
+    p.add_argument("--steps", type=int, default=3, help="steps per timed block")
+    p.add_argument("--rounds", type=int, default=5, help="ABBA rounds; the summary takes medians")
     p.add_argument("--batch-size", type=int, default=24)
     p.add_argument("--data-dir")
     p.add_argument("--out", help="also write the JSON summary here")
@@ -66,7 +67,7 @@ def main() -> None:
     config = TrainConfig(
         tasks=("semeval",), primary="semeval", sampling=SamplingConfig(schema="random"),
         encoder=EncoderConfig(model=args.model, max_seq_length=128), batch_size=args.batch_size,
-        max_train_examples=args.batch_size * args.steps * args.rounds * 4, max_eval_examples=25,
+        max_train_examples=args.batch_size * args.steps * args.rounds * 8, max_eval_examples=25,
         data_dir=str(resolve_data_dir(args.data_dir)), evaluate_test=False, device="cpu",
         lr=1e-5, epochs=100,  # no warm-up cliff inside the benchmark
     )
@@ -75,34 +76,42 @@ def main() -> None:
 
     # the same batches the loop will draw next, pre-collated for the bare loop
     def upcoming(n: int, fixed: int | None = None) -> list[dict[str, torch.Tensor]]:
-        twin = TaskBatches(1, 1, 0)
-        twin.load_state_dict(trainer.batches[0].state_dict())
+        twin = copy.deepcopy(trainer.batches[0])
         return [collate(data, twin.next(), padding, "sequence", fixed) for _ in range(n)]
 
-    loop_s = bare_s = dyn_s = fixed_s = 0.0
     bare_steps(trainer, upcoming(2))  # warm-up: allocator, kernels
     loop_steps(trainer, 2)
+    # ABBA order within each round cancels linear drift; the median of per-round
+    # ratios resists bursts of load from elsewhere on the machine
+    loop_ratios, pad_ratios, totals = [], [], {"loop": 0.0, "bare": 0.0, "dynamic": 0.0, "fixed128": 0.0}
     for _ in range(args.rounds):
-        bare_s += bare_steps(trainer, upcoming(args.steps))
-        loop_s += loop_steps(trainer, args.steps)
-        dyn_s += bare_steps(trainer, upcoming(args.steps))
-        fixed_s += bare_steps(trainer, upcoming(args.steps, fixed=128))
-    samples = args.rounds * args.steps * args.batch_size
+        bare = bare_steps(trainer, upcoming(args.steps))
+        loop = loop_steps(trainer, args.steps)
+        loop += loop_steps(trainer, args.steps)
+        bare += bare_steps(trainer, upcoming(args.steps))
+        dynamic = bare_steps(trainer, upcoming(args.steps))
+        fixed = bare_steps(trainer, upcoming(args.steps, fixed=128))
+        fixed += bare_steps(trainer, upcoming(args.steps, fixed=128))
+        dynamic += bare_steps(trainer, upcoming(args.steps))
+        loop_ratios.append(bare / loop)
+        pad_ratios.append(fixed / dynamic)
+        for key, value in (("loop", loop), ("bare", bare), ("dynamic", dynamic), ("fixed128", fixed)):
+            totals[key] += value
+    samples = 2 * args.rounds * args.steps * args.batch_size
     lengths = data.lengths()
     summary = {
         "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, threads {torch.get_num_threads()}",
         "model": args.model,
         "batch_size": args.batch_size,
-        "samples_per_block": args.steps * args.batch_size,
+        "steps_per_block": args.steps,
         "rounds": args.rounds,
         "semeval_qa_b_tokens_mean": float(lengths.mean()),
         "semeval_qa_b_tokens_max": int(lengths.max()),
-        "loop_samples_per_s": samples / loop_s,
-        "bare_samples_per_s": samples / bare_s,
-        "loop_vs_bare_ratio": bare_s / loop_s,
-        "dynamic_samples_per_s": samples / dyn_s,
-        "fixed128_samples_per_s": samples / fixed_s,
-        "dynamic_padding_speedup": fixed_s / dyn_s,
+        **{f"{k}_samples_per_s": samples / v for k, v in totals.items()},
+        "loop_vs_bare_ratio": float(np.median(loop_ratios)),
+        "loop_vs_bare_per_round": loop_ratios,
+        "dynamic_padding_speedup": float(np.median(pad_ratios)),
+        "dynamic_padding_per_round": pad_ratios,
     }
     print(json.dumps(summary, indent=2))
     if args.out:

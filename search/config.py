@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from spaces import Study, get_study
+from spaces import Range, Study, get_study
 from trainables.config import ConfigError
 
 SEARCHES = ("tpe", "grid", "random")
@@ -39,6 +39,11 @@ class SearchConfig:
     protocol: str = "holdout"
     search_seed: int = 0
     report: bool = True
+    # overrides of the study's ranges: (low, high)
+    exponent_range: tuple[float, float] | None = None
+    anneal_range: tuple[float, float] | None = None
+    lr_range: tuple[float, float] | None = None
+    warmup_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         study = get_study(self.study)  # raises on an unknown study
@@ -68,11 +73,21 @@ class SearchConfig:
         if self.protocol not in ("holdout", "thesis"):
             raise ConfigError(f"--protocol {self.protocol!r}: expected holdout or thesis")
 
+        self.resolved_study()  # validates the ranges
+
     def resolved_study(self) -> Study:
+        """The study with this invocation's candidates and ranges (validated on construction)."""
         from dataclasses import replace
 
         study = get_study(self.study)
-        return replace(study, candidates=self.auxiliary) if self.auxiliary is not None else study
+        changes: dict = {}
+        if self.auxiliary is not None:
+            changes["candidates"] = self.auxiliary
+        for field, value in (("exponent", self.exponent_range), ("anneal_c", self.anneal_range),
+                             ("lr", self.lr_range), ("warmup", self.warmup_range)):
+            if value is not None:
+                changes[field] = Range(value[0], value[1], log=field == "lr")
+        return replace(study, **changes) if changes else study
 
     def objective(self) -> str:
         study = self.resolved_study()

@@ -48,6 +48,7 @@ def trial_table(client, experiment_id: str, parent) -> pd.DataFrame:
         tasks = p.get("tasks", "").split(",")
         row: dict[str, Any] = {
             "label": run.info.run_name, "status": t.get("status", "running"), "canonical_key": t.get("canonical_key", ""),
+            "baseline": t.get("baseline") == "true",
             "auxiliary": "+".join(tasks[1:]) or "(none)", "schema": "single" if len(tasks) == 1 else p.get("sampling.schema"),
             "exponent": p.get("sampling.exponent"), "anneal_c": p.get("sampling.anneal_c"),
             "lr": float(p.get("lr", "nan")), "warmup": float(p.get("warmup", "nan")), "batch_size": p.get("batch_size"),
@@ -74,7 +75,7 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
     study = get_study(study_name)
     done = table[table.status == "completed"].copy()
     done = done.sort_values("objective", ascending=(mode == "min"))
-    baseline = done[done.schema == "single"]
+    baseline = done[done.baseline]
     base = float(baseline.objective.iloc[0]) if len(baseline) else math.nan
     done["delta"] = done.objective - base
     done["delta_rel_%"] = 100 * done.delta / base if base == base and base else math.nan
@@ -91,7 +92,7 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
     shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
     for _, r in shown.iterrows():
         rank = int(done.index.get_loc(r.name)) + 1 if r.name in done.index else "-"
-        name = f"**baseline** {r.label}" if r.schema == "single" else r.label
+        name = f"**baseline** {r.label}" if r.baseline else r.label
         lines.append(
             f"| {rank} | {name} | {fmt(r.objective, r.objective_std)} | {r.delta:+.4f} | {r['delta_rel_%']:+.2f}% | "
             f"{fmt(r.get(test_key, math.nan), r.get(test_key + ' std', math.nan))} | {int(r.epochs)} |"

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+
+# Ray's new console output ignores progress_reporter and prints every result key (hundreds here)
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 from search.config import SEARCHES, SearchConfig
 from spaces.studies import STUDIES
@@ -36,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped")
     p.add_argument("--reduction-factor", type=int, help="ASHA reduction factor")
     p.add_argument("--auxiliary", help="comma-separated auxiliary candidates (default: the study's)")
+    for name, what in (("exponent", "power exponent a"), ("anneal", "annealing constant c"),
+                       ("lr", "learning rate (log scale)"), ("warmup", "warm-up fraction")):
+        p.add_argument(f"--{name}-range", type=parse_range, metavar="LOW,HIGH", help=f"search range of the {what}")
     p.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
     p.add_argument("--storage", default="ray_results", help="Tune storage: shared path or s3://, gs:// URI")
     p.add_argument("--optuna-storage", default="sqlite:///optuna.db", help="Optuna RDB storage URL")
@@ -51,6 +58,14 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def parse_range(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected LOW,HIGH (two numbers)") from None
+    return low, high
+
+
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
     auxiliary = None if args.auxiliary is None else tuple(t.strip() for t in args.auxiliary.split(",") if t.strip())
     return SearchConfig(
@@ -61,6 +76,8 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         search=args.search, model=args.model, epochs=args.epochs, grace_period=args.grace_period,
         reduction_factor=args.reduction_factor, max_failures=args.max_failures, auxiliary=auxiliary,
         data_dir=args.data_dir, protocol=args.protocol, search_seed=args.search_seed, report=not args.no_report,
+        exponent_range=args.exponent_range, anneal_range=args.anneal_range, lr_range=args.lr_range,
+        warmup_range=args.warmup_range,
     )
 
 
@@ -72,6 +89,8 @@ def main() -> int:
 
     outcome = run(cfg)
     logger.info("Tune results: %s", outcome["path"])
+    if outcome["interrupted"]:
+        return 130
     if cfg.report:
         from search.report import build_report
 

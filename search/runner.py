@@ -40,10 +40,12 @@ def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str]:
     base = base_config(cfg, study, preset)
     everything = base.with_(tasks=(study.primary,) + tuple(study.candidates))
     objective = cfg.objective()
+    for spec in everything.tasks:  # unknown names fail here, before any data is read
+        get_task(spec, Path(base.data_dir), base.protocol)
     primary = get_task(study.primary, Path(base.data_dir), base.protocol)
     dev = primary.examples("dev")[: primary.group_size]
     probs = np.full((len(dev), primary.num_labels), 1.0 / primary.num_labels)
-    known = {f"{primary.name}/dev/{k}/mean" for k in primary.metrics(probs, dev)}
+    known = {f"{primary.name}/dev/{k}/mean" for k in primary.metrics(probs, dev)} | {"train/loss/mean"}
     if objective not in known:
         raise ConfigError(f"--metric {objective!r}: expected one of {', '.join(sorted(known))}")
     started = time.perf_counter()
@@ -66,9 +68,25 @@ def latest_experiment(storage: str, study: str, preset: str) -> str:
     return os.path.basename(found[-1])
 
 
+def probe_address(address: str) -> None:
+    """A quick TCP probe: ``ray.init`` waits minutes on an address nobody answers."""
+    import socket
+
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConnectionError(f"Ray cluster address {address!r}: expected auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConnectionError(f"Ray cluster at --address {address} is unreachable: {exc}") from None
+
+
 def connect(cfg: SearchConfig) -> None:
     import ray
 
+    if cfg.address not in (None, "auto", "local"):
+        probe_address(cfg.address)
     try:
         ray.init(address=cfg.address, ignore_reinit_error=True, log_to_driver=True,
                  include_dashboard=False if cfg.address is None else None)
@@ -138,6 +156,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             tune_config=tune.TuneConfig(
                 metric=objective, mode=mode, search_alg=searcher, scheduler=scheduler,
                 num_samples=trials, max_concurrent_trials=cfg.max_concurrent,
+                trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
             ),
             run_config=tune.RunConfig(
                 name=name, storage_path=storage,
@@ -152,6 +171,13 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             ),
         )
     results = tuner.fit()
-    errors = sum(1 for r in results if r.error is not None)
-    logger.info("study %s finished: %d trials, %d failed", name, len(results), errors)
-    return {"name": name, "path": f"{storage}/{name}", "trials": len(results), "failed": errors}
+    statuses = [t.status for t in results._experiment_analysis.trials]  # no public accessor in Ray 2.60
+    unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR"))
+    errors = statuses.count("ERROR")
+    if unfinished:
+        logger.warning("study %s interrupted with %d unfinished trials; continue it with: "
+                       "python -m search.run %s --preset %s --resume --name %s", name, unfinished, cfg.study, cfg.preset, name)
+    else:
+        logger.info("study %s finished: %d trials, %d failed", name, len(statuses), errors)
+    return {"name": name, "path": f"{storage}/{name}", "trials": len(statuses), "failed": errors,
+            "interrupted": bool(unfinished)}

@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from spaces import Study, apply_choices, canonical, canonical_key, define_space, describe
+from spaces import Study, apply_choices, baseline_choices, canonical, canonical_key, define_space, describe
 from spaces.canonical import flatten
 from trainables.config import TrainConfig
 
@@ -48,6 +48,7 @@ class CanonicalOptunaSearch(OptunaSearch):
         self.outcome: dict[str, tuple[TrialState, float | None]] = {}
         self.waiting: dict[str, list[str]] = defaultdict(list)  # trial -> duplicate Optuna trials
         self.duplicates = 0
+        self.baseline_key = canonical_key(canonical(apply_choices(base, baseline_choices(study), study)))
         super().__init__(space=functools.partial(define_space, study=study), **kwargs)
 
     # -- suggestions ----------------------------------------------------------
@@ -60,7 +61,10 @@ class CanonicalOptunaSearch(OptunaSearch):
             key = canonical_key(config)
             if key not in self.first_trial:
                 self.first_trial[key], self.key_of[trial_id] = trial_id, key
-                return {"train": flat_config(config), "key": key, "label": describe(config), "choices": flatten(choices)}
+                return {
+                    "train": flat_config(config), "key": key, "label": describe(config),
+                    "choices": flatten(choices), "baseline": key == self.baseline_key,
+                }
             # a repeat: park its Optuna trial under another id and answer it from the first
             duplicate = f"{trial_id}~dup{attempt}"
             self._ot_trials[duplicate] = self._ot_trials.pop(trial_id)

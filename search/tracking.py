@@ -29,6 +29,17 @@ def check_tracking_uri(tracking_uri: str) -> None:
     """Fail fast (before any trial) when the store cannot be reached."""
     import mlflow.exceptions
 
+    if tracking_uri.startswith(("http://", "https://")):
+        # the REST client retries with back-off for minutes; one short probe says enough
+        import urllib.error
+        import urllib.request
+
+        try:
+            urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=5).close()
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {reason}") from None
+        return
     try:
         client(tracking_uri).search_experiments(max_results=1)
     except (mlflow.exceptions.MlflowException, OSError, ValueError) as exc:
@@ -99,6 +110,7 @@ class MLflowTracker(Callback):
                 tags={
                     "mlflow.parentRunId": self.parent_run_id, "trial_id": trial.trial_id,
                     "canonical_key": cfg.get("key", ""), STATUS_TAG: "running", "kind": "trial",
+                    "baseline": str(bool(cfg.get("baseline", False))).lower(),
                 },
             )
             run_id = run.info.run_id

@@ -1,59 +1,69 @@
 """``python -m trainables.evaluate TASK --split S --predictions FILE``: score any predictions.
 
-The file has one line per exported row (``python -m trainables.data export``):
-for binary QA_B/NLI_B tasks one P(yes) per row; for other sequence tasks one row
-of class probabilities (comma- or whitespace-separated); for tagging tasks one
-row of class probabilities per word, words in export order. Prints the metrics
-as one JSON object, computed by the same code as training.
+The file has one line per exported row (``python -m trainables.data export``),
+in export order: one row of class probabilities (comma- or whitespace-separated)
+per row, or per word for tagging tasks. A two-class task (sst2, the binary
+QA_B/NLI_B constructions) also takes a single value per line, P(class 1) =
+P(yes). Prints the metrics, computed by the same code as training, as one JSON
+object (an undefined metric is ``null``).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 
 from trainables.cli import run_main
-from trainables.data import resolve_data_dir
-from trainables.tasks import PROTOCOLS, SPLITS, DataError, get_task
+from trainables.data import ArgumentParser, resolve_data_dir
+from trainables.tasks import PROTOCOLS, SPLITS, DataError, Task, get_task
 
 
-def read_predictions(path: Path, rows: int, columns: int, binary: bool) -> np.ndarray:
-    """(rows, columns) probabilities; a binary file's single P(yes) column becomes (1-p, p)."""
-    want = 1 if binary else columns
+def read_predictions(path: Path, rows: int, classes: int) -> np.ndarray:
+    """(rows, classes) probabilities; for two classes a single column p becomes (1 - p, p)."""
+    widths = (1, 2) if classes == 2 else (classes,)
+    expected = " or ".join(map(str, widths))
     values = []
-    with path.open() as f:
+    with path.open(encoding="utf-8") as f:
         for line_no, line in enumerate(f, 1):
             fields = line.replace(",", " ").split()
             if not fields:
                 continue
-            if len(fields) != want:
-                raise DataError(f"{path}:{line_no}: {len(fields)} values, expected {want} per line")
+            width = len(values[0]) if values else len(fields)  # every line as wide as the first
+            if len(fields) != width or width not in widths:
+                raise DataError(f"{path}:{line_no}: {len(fields)} values, expected {expected} per line (classes of the task)")
             try:
                 values.append([float(x) for x in fields])
             except ValueError:
                 raise DataError(f"{path}:{line_no}: not a number in {line.strip()!r}") from None
     if len(values) != rows:
-        raise DataError(f"{path}: {len(values)} prediction lines, expected {rows} (one per exported row/word)")
-    probs = np.asarray(values, dtype=np.float64)
-    return np.column_stack([1 - probs[:, 0], probs[:, 0]]) if binary else probs
+        raise DataError(f"{path}: {len(values)} prediction lines, expected {rows} (one per exported row, or per word for tagging)")
+    probs = np.asarray(values, dtype=np.float64) if values else np.empty((0, classes))
+    return np.column_stack([1 - probs[:, 0], probs[:, 0]]) if probs.shape[1] == 1 else probs
+
+
+def evaluate(task: Task, split: str, predictions: Path) -> dict[str, float]:
+    examples = task.examples(split)
+    if task.kind == "tagging":
+        rows = sum(len(ex.label) for ex in examples)  # type: ignore[arg-type]
+    else:
+        rows = len(examples)
+    return task.metrics(read_predictions(predictions, rows, task.num_labels), examples)
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m trainables.evaluate", description=__doc__)
-    p.add_argument("task")
+    p = ArgumentParser(prog="python -m trainables.evaluate", description=__doc__)
+    p.add_argument("task", help="task spec, as for training (e.g. semeval, semeval:NLI_M, csv:task.json)")
     p.add_argument("--split", required=True, choices=SPLITS)
     p.add_argument("--predictions", required=True, type=Path)
-    p.add_argument("--data-dir")
+    p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     p.add_argument("--protocol", default="holdout", choices=PROTOCOLS)
     args = p.parse_args()
     task = get_task(args.task, resolve_data_dir(args.data_dir), args.protocol)
-    examples = task.examples(args.split)
-    rows = sum(len(ex.label) for ex in examples) if task.kind == "tagging" else len(examples)  # type: ignore[arg-type]
-    probs = read_predictions(args.predictions, rows, task.num_labels, getattr(task, "binary", False))
-    print(json.dumps(task.metrics(probs, examples), sort_keys=True))
+    scores = evaluate(task, args.split, args.predictions)
+    print(json.dumps({k: None if math.isnan(v) else float(v) for k, v in scores.items()}))
     return 0
 
 

@@ -125,7 +125,7 @@ def sentihood_strict_accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
     return float(right.all(1).mean()) if len(right) else math.nan
 
 
-def sentihood_aspect_f1(pred: np.ndarray, gold: np.ndarray) -> float:
+def sentihood_macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
     """Sun et al.'s aspect "macro F1": per group of 4 with a gold aspect, P and R of the
     detected aspects (0 and 0 when none is right); F1 of their averages."""
     pred = _grouped(np.asarray(pred), SENTIHOOD_ASPECTS, "aspect rows") != 0  # (groups, 4)
@@ -161,7 +161,7 @@ def sentihood_metrics(score: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     s = np.divide(score[has, 2], pos_neg, out=np.full(len(y), 0.5), where=pos_neg > 0)
     return {
         "strict_acc": sentihood_strict_accuracy(pred, gold),
-        "aspect_f1": sentihood_aspect_f1(pred, gold),
+        "aspect_f1": sentihood_macro_f1(pred, gold),
         "aspect_auc": aspect_auc,
         "sentiment_acc": float(((s > 0.5) == y).mean()) if len(y) else math.nan,
         "sentiment_auc": _aspect_mean_auc(y, s, aspect[has]),

@@ -68,6 +68,9 @@ def _in_tune() -> bool:
 
 def multitask_trainable(config: dict[str, Any]) -> None:
     """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``."""
+    from trainables.cli import setup_logging
+
+    setup_logging()  # worker process: quiet transformers' progress bars, keep our progress lines
     base = TrainConfig.from_dict(config["train"])
     seeds = [int(s) for s in config["seeds"]]
     where = placement()

@@ -4,8 +4,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
-from trainables.tasks import get_task
+from trainables.tasks import DataError, get_task
 
 
 def cli(*args, cwd=None):
@@ -60,3 +61,100 @@ def test_bad_inputs_fail_with_one_line(tmp_path, data_dir):
             "--data-dir", str(tmp_path / "nowhere"))
     assert r.returncode == 2 and "missing dataset file" in r.stderr
     assert not list(tmp_path.glob("*y.csv*"))
+
+
+def one_line_error(r, *parts):
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith("error: ") and r.stderr.count("\n") == 1, r.stderr
+    for part in parts:
+        assert part in r.stderr, r.stderr
+
+
+def test_export_tagging_and_multiclass_labels_are_names(tmp_path, data_dir):
+    out = tmp_path / "pos.csv"
+    r = cli("trainables.data", "export", "pos", "--split", "test", "--out", str(out), "--data-dir", str(data_dir))
+    assert r.returncode == 0 and r.stderr == f"wrote 3453 rows of pos test to {out}\n"
+    with out.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert all(len(row["text_a"].split(" ")) == len(row["label"].split(" ")) for row in rows)
+    assert rows[0]["label"].split(" ")[:2] == ["NN", ":"] and rows[0]["text_b"] == ""
+    assert not [p for p in tmp_path.iterdir() if p.name != "pos.csv"]  # no temp file left behind
+
+
+def test_export_is_a_csv_task(tmp_path, data_dir):
+    """An export of a multiclass construction reads back, row for row, as a ``csv:`` task."""
+    from trainables.data import export
+
+    task = get_task("sentihood:NLI_M", data_dir, "thesis")
+    assert export(task, "dev", tmp_path / "dev.csv") == 3748
+    (tmp_path / "t.json").write_text(json.dumps({"name": "sh", "labels": list(task.labels),
+                                                 "train": "dev.csv", "dev": "dev.csv", "test": "dev.csv"}))
+    back = get_task(f"csv:{tmp_path / 't.json'}", tmp_path).examples("dev")
+    assert back == task.examples("dev")
+
+
+def test_bad_arguments_fail_with_one_line(tmp_path):
+    one_line_error(cli("trainables.data", "export", "pos", "--split", "valid", "--out", "x.csv"), "invalid choice: 'valid'")
+    one_line_error(cli("trainables.data"), "required: command")
+    one_line_error(cli("trainables.evaluate", "pos", "--split", "dev"), "--predictions")
+    one_line_error(cli("trainables.evaluate", "pos", "--split", "dev", "--predictions", str(tmp_path / "none.txt")),
+                   "none.txt")
+
+
+def test_evaluate_multiclass_and_two_class_files(tmp_path, data_dir):
+    # semeval:NLI_M takes 5 probabilities per line; one line too narrow is named
+    rows = get_task("semeval:NLI_M", data_dir).examples("test")
+    probs = np.full((len(rows), 5), 0.1)
+    probs[np.arange(len(rows)), [ex.label for ex in rows]] = 0.6
+    np.savetxt(tmp_path / "m.csv", probs, delimiter=",", fmt="%.2f")
+    r = cli("trainables.evaluate", "semeval:NLI_M", "--split", "test", "--predictions", str(tmp_path / "m.csv"))
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"acc_4way": 1.0, "acc_3way": 1.0, "acc_2way": 1.0,
+                                    "aspect_precision": 1.0, "aspect_recall": 1.0, "aspect_f1": 1.0}
+    lines = (tmp_path / "m.csv").read_text().splitlines()
+    lines[6] = "0.5,0.5"
+    (tmp_path / "m.csv").write_text("\n".join(lines) + "\n")
+    r = cli("trainables.evaluate", "semeval:NLI_M", "--split", "test", "--predictions", str(tmp_path / "m.csv"))
+    one_line_error(r, "m.csv:7: 2 values, expected 5 per line")
+    # a two-class task takes P(class 1) alone or both columns, with the same result
+    from trainables.evaluate import evaluate
+
+    task = get_task("sst2", data_dir)
+    p1 = np.random.default_rng(0).random(872)
+    np.savetxt(tmp_path / "one.txt", p1)
+    np.savetxt(tmp_path / "two.txt", np.column_stack([1 - p1, p1]))
+    assert evaluate(task, "test", tmp_path / "one.txt") == evaluate(task, "test", tmp_path / "two.txt")
+
+
+def test_evaluate_prints_undefined_metrics_as_null(tmp_path, data_dir):
+    # one (sentence, location) with every aspect None: no AUC is defined
+    root = tmp_path / "data"
+    (root / "sentihood" / "bert-pair").mkdir(parents=True)
+    (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text("id\tsentence1\tsentence2\tlabel\n" + "".join(
+        f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety", "transit location")))
+    (tmp_path / "p.txt").write_text("0.9\n0.05\n0.05\n" * 4)
+    r = cli("trainables.evaluate", "sentihood", "--split", "dev", "--predictions", str(tmp_path / "p.txt"),
+            "--data-dir", str(root))
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["strict_acc"] == 1.0 and out["aspect_auc"] is None and out["sentiment_acc"] is None
+
+
+def test_download_checks_blobs_and_fails_in_one_line_offline(tmp_path, data_dir, monkeypatch, capsys):
+    import urllib.error
+
+    from trainables import data
+    from trainables.cli import run_main
+
+    def offline(url, timeout):
+        raise urllib.error.URLError("no network")
+
+    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    assert data.download(data_dir) == 0  # every file present with its README blob: nothing fetched
+    monkeypatch.setattr(sys, "argv", ["trainables.data", "download", "--data-dir", str(tmp_path)])
+    with pytest.raises(SystemExit) as exit_:
+        run_main(data.main, (DataError, OSError))
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("error: cannot fetch https://raw.githubusercontent.com/") and "no network" in err
+    assert not list(tmp_path.iterdir())  # nothing half-written

@@ -117,3 +117,86 @@ def test_single_class_auc_is_nan_not_an_error():
 def test_token_accuracy_counts_every_token():
     probs = one_hot(np.array([1, 2, 3, 3]), 5)
     assert m.token_accuracy(probs, np.array([1, 2, 3, 4])) == 0.75
+
+
+def test_group_scores_all_zero_group_is_uniform_and_groups_must_be_whole():
+    np.testing.assert_allclose(m.group_scores(np.zeros(3), 3), [[1 / 3] * 3])
+    with pytest.raises(ValueError, match="7 binary rows do not split into groups of 5"):
+        m.group_scores(np.ones(7), 5)
+
+
+def test_semeval_qa_b_tie_goes_to_the_first_polarity():
+    # P(yes) tied between positive and negative for one aspect: Sun's chained >= picks positive
+    score = m.group_scores(np.array([0.4, 0.1, 0.4, 0.05, 0.05]), 5)
+    assert score.argmax(1).tolist() == [0]
+    assert m.semeval_accuracy(score, np.array([0]), 4) == 1.0
+    assert m.semeval_accuracy(score, np.array([2]), 4) == 0.0
+
+
+def test_semeval_four_way_fallback_tie_goes_to_the_first_class():
+    score = np.array([[0.2, 0.2, 0.1, 0.0, 0.5]] * 2)  # pred none; positive and neutral tied
+    assert m.semeval_accuracy(score, np.array([0, 1]), 4) == 0.5
+
+
+def test_semeval_accuracy_with_no_eligible_row_is_nan():
+    assert math.isnan(m.semeval_accuracy(one_hot(np.array([4, 4]), 5), np.array([4, 4]), 4))
+    assert math.isnan(m.semeval_accuracy(one_hot(np.array([3, 1]), 5), np.array([3, 1]), 2))
+
+
+def test_semeval_aspect_prf_zero_divisions_give_zero():
+    gold = np.array([0, 4, 4, 4, 4])
+    assert m.semeval_aspect_prf(np.full(5, 4), gold) == (0.0, 0.0, 0.0)  # nothing predicted
+    assert m.semeval_aspect_prf(np.full(5, 4), np.full(5, 4)) == (0.0, 0.0, 0.0)  # no sentence counted
+    with pytest.raises(ValueError, match="groups of 5"):
+        m.semeval_aspect_prf(np.zeros(6), np.zeros(6))
+
+
+def test_semeval_metrics_keys_and_hand_values():
+    # one sentence, gold: price positive, food conflict, rest none
+    gold = np.array([0, 4, 3, 4, 4])
+    score = np.array([
+        [0.1, 0.1, 0.1, 0.1, 0.6],  # price: pred none; 4-way falls back to positive (tie -> first)
+        [0.0, 0.0, 0.0, 0.0, 1.0],
+        [0.1, 0.0, 0.5, 0.4, 0.0],  # food: pred negative vs conflict
+        [0.0, 0.6, 0.0, 0.0, 0.4],  # ambience: predicted, not gold
+        [0.0, 0.0, 0.0, 0.0, 1.0],
+    ])
+    out = m.semeval_metrics(score, gold)
+    assert list(out) == ["acc_4way", "acc_3way", "acc_2way", "aspect_precision", "aspect_recall", "aspect_f1"]
+    assert out["acc_4way"] == 0.5 and out["acc_3way"] == 1.0 and out["acc_2way"] == 1.0
+    # S = {food, ambience}, G = {price, food}
+    assert (out["aspect_precision"], out["aspect_recall"], out["aspect_f1"]) == (0.5, 0.5, 0.5)
+
+
+def test_sentihood_f1_is_not_grouped_by_three():
+    # 8 rows = 2 groups of 4; grouping by 3 (the thesis bug) would misalign every set
+    gold = np.array([0, 0, 0, 1, 2, 0, 0, 0])
+    pred = np.array([0, 0, 0, 1, 2, 0, 0, 0])
+    assert m.sentihood_macro_f1(pred, gold) == 1.0
+    assert m.sentihood_macro_f1(np.zeros(8, dtype=int), np.zeros(8, dtype=int)) == 0.0  # no group counted
+    with pytest.raises(ValueError, match="groups of 4"):
+        m.sentihood_strict_accuracy(np.zeros(6), np.zeros(6))
+
+
+def test_sentihood_binary_scores_group_by_three_then_aspects_by_four():
+    gold = np.array([0, 1, 0, 2])  # one (sentence, location): general None, price Positive, ...
+    p_yes = np.array([0.9, 0.05, 0.05, 0.1, 0.6, 0.3, 0.7, 0.2, 0.1, 0.2, 0.2, 0.6])
+    out = m.sentihood_metrics(m.group_scores(p_yes, 3), gold)
+    assert out["strict_acc"] == 1.0 and out["aspect_f1"] == 1.0 and out["sentiment_acc"] == 1.0
+
+
+def test_roc_auc_hand_cases_and_sklearn():
+    assert m.roc_auc(np.array([0, 0, 1, 1]), np.array([0.1, 0.4, 0.35, 0.8])) == 0.75
+    assert m.roc_auc(np.array([0, 1]), np.array([0.5, 0.5])) == 0.5  # a tie counts half
+    assert math.isnan(m.roc_auc(np.array([1, 1]), np.array([0.2, 0.3])))
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 500)
+    s = rng.integers(0, 20, 500) / 20  # many ties
+    assert m.roc_auc(y, s) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+
+
+def test_accuracy():
+    assert m.accuracy(one_hot(np.array([0, 1, 1]), 2), np.array([0, 1, 0])) == pytest.approx(2 / 3)
+    assert math.isnan(m.token_accuracy(np.empty((0, 3)), np.array([], dtype=int)))

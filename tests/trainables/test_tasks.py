@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainables.tasks import DataError, get_task, task_names
+from trainables.tasks import SPLITS, DataError, get_task, task_names
 
 
 def broken_root(tmp_path: Path, data_dir: Path, rel: str, text: str | None = None) -> Path:
@@ -20,13 +20,37 @@ def broken_root(tmp_path: Path, data_dir: Path, rel: str, text: str | None = Non
     return tmp_path
 
 
-@pytest.mark.parametrize("spec", ["semeval", "semeval:NLI_M", "semeval:QA_M", "semeval:NLI_B", "sentihood",
-                                  "sentihood:NLI_M", "sentihood:QA_M", "sentihood:NLI_B", "sst2", "pos"])
-def test_every_task_gives_labelled_rows_in_whole_groups(spec, data_dir):
+def write_csv_task(root: Path, kind: str = "sequence") -> Path:
+    """A tiny ``csv:`` task config (and its files) under ``root``."""
+    if kind == "tagging":
+        (root / "tags.csv").write_text("id,text_a,label\n1,the cat,D N\n2,a dog barks,D N V\n")
+        spec = {"name": "tagger", "kind": "tagging", "labels": ["D", "N", "V"], "train": "tags.csv", "dev": "tags.csv", "test": "tags.csv"}
+    else:
+        (root / "tr.csv").write_text("id,text_a,text_b,label\n1,good film,,pos\n2,bad film,,neg\n")
+        spec = {"name": "reviews", "labels": ["neg", "pos"], "train": "tr.csv", "dev": "tr.csv", "test": "tr.csv"}
+    config = root / f"{kind}.json"
+    config.write_text(json.dumps(spec))
+    return config
+
+
+SPECS = ["semeval", "semeval:NLI_M", "semeval:QA_M", "semeval:NLI_B", "sentihood", "sentihood:NLI_M",
+         "sentihood:QA_M", "sentihood:NLI_B", "sst2", "pos", "csv:sequence", "csv:tagging"]
+
+
+def test_specs_cover_every_registered_task():
+    assert {s.partition(":")[0] for s in SPECS} == set(task_names())
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_every_task_gives_labelled_rows_in_whole_groups(spec, data_dir, tmp_path):
+    if spec.startswith("csv:"):
+        spec = f"csv:{write_csv_task(tmp_path, spec.partition(':')[2])}"
     task = get_task(spec, data_dir)
-    for split in ("dev", "test"):
+    assert task.kind in ("sequence", "tagging") and task.source and task.num_labels == len(task.labels)
+    for split in SPLITS:
         rows = task.examples(split)
         assert rows and len(rows) % task.group_size == 0
+        assert all(isinstance(ex.label, tuple if task.kind == "tagging" else int) for ex in rows)
         labels = [t for ex in rows for t in (ex.label if isinstance(ex.label, tuple) else (ex.label,))]
         assert 0 <= min(labels) and max(labels) < task.num_labels
         # uniform predictions score without error
@@ -111,6 +135,65 @@ def test_csv_task(tmp_path):
     assert tag.kind == "tagging" and tag.examples("dev")[0].label == (0, 1)
 
 
+def test_semeval_other_constructions(data_dir):
+    first = {c: get_task(f"semeval:{c}", data_dir).examples("test")[:6] for c in ("NLI_M", "QA_M", "NLI_B")}
+    assert [(r.text_a, r.label) for r in first["NLI_M"][:3]] == [("price", 4), ("anecdotes", 4), ("food", 0)]
+    assert first["NLI_M"][0].text_b == "The bread is top notch as well."
+    assert first["QA_M"][0].text_a == "what do you think of the price of it ?"
+    assert [(r.text_a, r.label) for r in first["NLI_B"][3:6]] == [
+        ("price - conflict", 0), ("price - none", 1), ("anecdotes - positive", 0)]
+    assert get_task("semeval:QA_M", data_dir).group_size == 5 and get_task("semeval:NLI_B", data_dir).group_size == 25
+
+
+def test_sentihood_other_constructions_and_train(data_dir):
+    nli = get_task("sentihood:NLI_M", data_dir).examples("dev")
+    assert (nli[0].text_a, nli[0].text_b, nli[0].label) == ("location - 1 - general", "i stayed in location - 1 and loved the area", 1)
+    assert nli[3].text_a == "location - 1 - transit location"
+    assert get_task("sentihood:QA_M", data_dir).examples("dev")[1].text_a == "what do you think of the price of location - 1 - ?"
+    assert get_task("sentihood:NLI_B", data_dir).examples("dev")[1].text_a == "location - 1 - general - Positive"
+    task = get_task("sentihood", data_dir)
+    train = task.examples("train")
+    assert len(train) == 3 * 15008 and task.group_size == 12
+    assert train == get_task("sentihood", data_dir, "thesis").examples("train")  # official splits under both protocols
+
+
+@pytest.mark.parametrize("name,classes", [("semeval", 5), ("sentihood", 3)])
+def test_binary_and_multiclass_constructions_score_alike(data_dir, name, classes):
+    """The same per-aspect scores, fed as QA_B P(yes) or as NLI_M probabilities, give the same metrics."""
+    multi = get_task(f"{name}:NLI_M", data_dir).examples("dev")
+    binary = get_task(name, data_dir).examples("dev")
+    score = np.random.default_rng(0).dirichlet(np.ones(classes), len(multi))  # (aspect rows, classes)
+    p_yes = score.reshape(-1)  # one QA_B row per (aspect row, polarity), polarities in class order
+    qa_b = get_task(name, data_dir).metrics(np.column_stack([1 - p_yes, p_yes]), binary)
+    nli_m = get_task(f"{name}:NLI_M", data_dir).metrics(score, multi)
+    assert qa_b == pytest.approx(nli_m)
+
+
+def test_sst2_holdout_and_thesis(data_dir):
+    holdout, thesis = get_task("sst2", data_dir), get_task("sst2", data_dir, "thesis")
+    train, dev = holdout.examples("train"), holdout.examples("dev")
+    assert {r.text_a for r in train}.isdisjoint({r.text_a for r in dev})
+    assert 0.008 < len(dev) / (len(train) + len(dev)) < 0.012
+    assert dev == get_task("sst2", data_dir).examples("dev")
+    assert thesis.examples("dev") == thesis.examples("test") == holdout.examples("test")
+    assert len(thesis.examples("train")) == 67349
+    first = thesis.examples("train")[0]
+    assert (first.text_a, first.label) == ("hide new secretions from the parental units", 0)
+
+
+def test_pos_tags_are_those_of_train(data_dir):
+    from trainables.tasks.pos import TAGS
+
+    seen = {line.split()[1] for line in (data_dir / "conll2003" / "train.txt").read_text().splitlines()
+            if line.strip() and not line.startswith("-DOCSTART-")}
+    assert TAGS == tuple(sorted(seen)) and "NN|SYM" in TAGS and len(TAGS) == 45
+    task = get_task("pos", data_dir)
+    for split, sentences, tokens in (("dev", 3250, 51362), ("test", 3453, 46435)):
+        rows = task.examples(split)
+        assert len(rows) == sentences and sum(len(r.label) for r in rows) == tokens
+        assert all(len(r.text_a.split(" ")) == len(r.label) and r.text_b is None for r in rows)
+
+
 # -- bad input: one line naming the file, the record and what was expected -------------
 
 def test_unknown_task_name(data_dir):
@@ -180,3 +263,74 @@ def test_bad_csv_task(tmp_path):
 def test_unknown_construction(data_dir):
     with pytest.raises(DataError, match="construction 'QA_X'"):
         get_task("semeval:QA_X", data_dir)
+
+
+def test_unknown_semeval_category_and_missing_id(tmp_path, data_dir):
+    rel = "semeval2014/raw/Restaurants_Test_Gold.xml"
+    xml = ('<sentences><sentence id="9"><text>ok</text><aspectCategories>'
+           '<aspectCategory category="drinks" polarity="positive"/></aspectCategories></sentence></sentences>')
+    with pytest.raises(DataError, match=r"Restaurants_Test_Gold.xml: sentence 9: unknown category 'drinks'"):
+        get_task("semeval", broken_root(tmp_path, data_dir, rel, xml)).examples("test")
+    xml = "<sentences><sentence><text>ok</text></sentence></sentences>"
+    with pytest.raises(DataError, match=r"sentence #1 lacks an id"):
+        get_task("semeval", broken_root(tmp_path, data_dir, rel, xml)).examples("test")
+    with pytest.raises(DataError, match=r"no <sentence> elements"):
+        get_task("semeval", broken_root(tmp_path, data_dir, rel, "<sentences/>")).examples("test")
+
+
+def test_bad_sentihood_target(tmp_path, data_dir):
+    root = broken_root(tmp_path, data_dir, "sentihood/bert-pair/test_NLI_M.tsv",
+                       "id\tsentence1\tsentence2\tlabel\n0\ta b\tlocation - 3 - general\tNone\n")
+    with pytest.raises(DataError, match=r"test_NLI_M.tsv:2: target 'location - 3 - general'"):
+        get_task("sentihood", root).examples("test")
+
+
+def test_header_only_and_missing_column(tmp_path, data_dir):
+    root = broken_root(tmp_path, data_dir, "sst2/train.tsv", "sentence\tlabel\n")
+    with pytest.raises(DataError, match=r"train.tsv: no rows"):
+        get_task("sst2", root).examples("train")
+    root = broken_root(tmp_path, data_dir, "sst2/train.tsv", "text\tlabel\nfine\t1\n")
+    with pytest.raises(DataError, match=r"train.tsv:1: header .* lacks column\(s\) sentence"):
+        get_task("sst2", root).examples("train")
+
+
+def test_bad_csv_task_files(tmp_path):
+    def config(train: str, kind: str = "sequence", **extra) -> str:
+        path = tmp_path / f"{kind}.json"
+        path.write_text(json.dumps({"name": "x", "kind": kind, "labels": ["a", "b"], "train": train,
+                                    "dev": train, "test": train, **extra}))
+        return f"csv:{path}"
+
+    cases = {
+        "nolabel.csv": ("id,text_a\n1,hi\n", "sequence", r"nolabel.csv:1: header .* lacks column\(s\) label"),
+        "short.csv": ("id,text_a,label\n1,hi\n", "sequence", r"short.csv:2: 2 fields, expected 3"),
+        "quote.csv": ('id,text_a,label\n1,"hi,a\n', "sequence", r"quote.csv:\d+: unreadable row"),
+        "empty.csv": ("", "sequence", r"empty.csv: missing or empty"),
+        "header.csv": ("id,text_a,label\n", "sequence", r"header.csv: no rows"),
+        "tags.csv": ("id,text_a,label\n1,the big cat,a b\n", "tagging", r"tags.csv:2: 3 words but 2 labels"),
+        "badtag.csv": ("id,text_a,label\n1,the cat,a c\n", "tagging", r"badtag.csv:2: unknown label 'c'"),
+    }
+    for name, (text, kind, error) in cases.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(DataError, match=error):
+            get_task(config(name, kind), tmp_path).examples("train")
+    with pytest.raises(DataError, match=r"gone.csv: missing or empty"):
+        get_task(config("gone.csv"), tmp_path).examples("dev")
+    with pytest.raises(DataError, match=r"kind 'graph', expected sequence or tagging"):
+        get_task(config("tags.csv", "graph"), tmp_path)
+    with pytest.raises(DataError, match=r"labels must be a non-empty list of distinct"):
+        get_task(config("tags.csv", labels=["a", "a"]), tmp_path)
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(DataError, match=r"broken.json: cannot read task config"):
+        get_task(f"csv:{tmp_path / 'broken.json'}", tmp_path)
+    with pytest.raises(DataError, match=r"needs its config file"):
+        get_task("csv", tmp_path)
+
+
+def test_unknown_split_protocol_and_option(data_dir):
+    with pytest.raises(DataError, match=r"unknown split 'valid'"):
+        get_task("pos", data_dir).examples("valid")
+    with pytest.raises(DataError, match=r"protocol 'loose'"):
+        get_task("sst2", data_dir, "loose")
+    with pytest.raises(DataError, match=r"task 'pos' takes no option"):
+        get_task("pos:QA_B", data_dir)

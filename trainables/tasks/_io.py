@@ -12,23 +12,33 @@ from trainables.tasks.base import DataError
 csv.field_size_limit(10_000_000)
 
 
-def read_rows(path: Path, columns: Sequence[str], delimiter: str = "\t", quoting: int = csv.QUOTE_NONE) -> Iterator[tuple[int, dict[str, str]]]:
-    """Yield ``(line_number, row)`` for a file with a header naming at least ``columns``."""
+def read_rows(
+    path: Path, columns: Sequence[str], delimiter: str = "\t", quoting: int = csv.QUOTE_NONE
+) -> Iterator[tuple[int, dict[str, str]]]:
+    """Yield ``(line number, row)`` for a file whose header names at least ``columns``.
+
+    Blank lines are skipped; a row with a different field count than the header,
+    a broken quote or bytes that are not UTF-8 raise :class:`DataError` naming the line.
+    """
     with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.reader(f, delimiter=delimiter, quoting=quoting)
-        header = next(reader, None)
-        if header is None:
-            raise DataError(f"{path}: empty file, expected a header with {', '.join(columns)}")
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise DataError(f"{path}:1: header {header} lacks column(s) {', '.join(missing)}")
-        for row in reader:
-            line = reader.line_num
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise DataError(f"{path}:{line}: {len(row)} fields, expected {len(header)} ({', '.join(header)})")
-            yield line, dict(zip(header, row))
+        reader = csv.reader(f, delimiter=delimiter, quoting=quoting, strict=True)
+        try:
+            header = next(reader, None)
+            if header is None:
+                raise DataError(f"{path}: empty file, expected a header with {', '.join(columns)}")
+            missing = [c for c in columns if c not in header]
+            if missing:
+                raise DataError(f"{path}:1: header {header} lacks column(s) {', '.join(missing)}")
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise DataError(
+                        f"{path}:{reader.line_num}: {len(row)} fields, expected {len(header)} ({', '.join(header)})"
+                    )
+                yield reader.line_num, dict(zip(header, row))
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise DataError(f"{path}:{reader.line_num + 1}: unreadable row ({exc})") from None
 
 
 def held_out(key: str, modulus: int) -> bool:

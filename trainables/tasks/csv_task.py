@@ -28,18 +28,23 @@ class CSVTask(Task):
     def configure(self, option: str | None) -> None:
         if not option:
             raise DataError("task 'csv' needs its config file: csv:path/to/task.json")
-        path = Path(option)
+        path = Path(option)  # relative to the working directory
         try:
-            spec = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
+            spec = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
             raise DataError(f"{path}: cannot read task config ({exc})") from None
+        if not isinstance(spec, dict):
+            raise DataError(f"{path}: task config is not a JSON object; expected name, kind, labels, train, dev, test")
         for key in ("name", "labels", "train", "dev", "test"):
             if key not in spec:
                 raise DataError(f"{path}: task config lacks {key!r}; expected name, kind, labels, train, dev, test")
+            if key != "labels" and not isinstance(spec[key], str):
+                raise DataError(f"{path}: {key!r} must be a string, got {spec[key]!r}")
         if spec.get("kind", "sequence") not in ("sequence", "tagging"):
             raise DataError(f"{path}: kind {spec['kind']!r}, expected sequence or tagging")
-        if not spec["labels"]:
-            raise DataError(f"{path}: labels is empty")
+        labels = spec["labels"]
+        if not isinstance(labels, list) or not labels or len(set(map(str, labels))) != len(labels):
+            raise DataError(f"{path}: labels must be a non-empty list of distinct class names, got {labels!r}")
         self.name, self.kind = str(spec["name"]), spec.get("kind", "sequence")
         self.labels = tuple(map(str, spec["labels"]))
         self.primary_metric = "token_acc" if self.kind == "tagging" else "acc"

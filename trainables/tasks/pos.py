@@ -2,7 +2,8 @@
 
 The thesis's "NER" task is really PoS tagging on CoNLL-2003. Token
 classification over the 45 tags; the model labels each word's first sub-token.
-Splits: train / valid / test under both protocols (dev = valid).
+Splits: train / valid / test under both protocols (dev = valid). ``-DOCSTART-``
+lines are skipped. Row ids: ``{file}:{line of the sentence's first word}``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from trainables import metrics
 from trainables.tasks._io import label_index
 from trainables.tasks.base import DataError, Example, Task, register
 
-# The 45 tags of CoNLL-2003 train, sorted (fixed so head outputs never shift).
+# The 45 tags of CoNLL-2003 train, sorted; hard-coded so head outputs never shift
+# (valid and test use no other tag).
 TAGS = (
     '"', "$", "''", "(", ")", ",", ".", ":", "CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "LS",
     "MD", "NN", "NNP", "NNPS", "NNS", "NN|SYM", "PDT", "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM",
@@ -26,32 +28,28 @@ FILES = {"train": "train.txt", "dev": "valid.txt", "test": "test.txt"}
 
 
 def read_conll(path: Path, tags: Sequence[str]) -> list[Example]:
+    """Sentences of a CoNLL-2003 file: words joined by spaces, label = POS tag indices."""
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text ({exc}), expected CoNLL-2003 'word POS chunk NER' lines") from None
+    index = {tag: i for i, tag in enumerate(tags)}
     out: list[Example] = []
     words: list[str] = []
     labels: list[int] = []
-    start = 0
-
-    def flush() -> None:
-        if words:
-            out.append(Example(f"{path.name}:{start}", " ".join(words), None, tuple(labels)))
-            words.clear()
-            labels.clear()
-
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            fields = line.split()
-            if not fields:
-                flush()
-                continue
-            if len(fields) != 4:
-                raise DataError(f"{path}:{line_no}: {len(fields)} fields, expected 4 (word POS chunk NER)")
-            if fields[0] == "-DOCSTART-":
-                continue
-            if not words:
-                start = line_no
+    start = 0  # line of the sentence's first word
+    for line_no, line in enumerate(lines + [""], 1):  # the extra blank line ends the last sentence
+        fields = line.split()
+        if fields and len(fields) != 4:
+            raise DataError(f"{path}:{line_no}: {len(fields)} fields, expected 4 (word POS chunk NER)")
+        if fields and fields[0] != "-DOCSTART-":
+            start = start if words else line_no
             words.append(fields[0])
-            labels.append(label_index(fields[1], tags, f"{path}:{line_no}"))
-    flush()
+            tag = index.get(fields[1])
+            labels.append(label_index(fields[1], tags, f"{path}:{line_no}") if tag is None else tag)
+        elif words:  # a blank line (or a document start) ends the sentence
+            out.append(Example(f"{path.name}:{start}", " ".join(words), None, tuple(labels)))
+            words, labels = [], []
     if not out:
         raise DataError(f"{path}: no sentences, expected CoNLL-2003 'word POS chunk NER' lines")
     return out

@@ -5,11 +5,16 @@ aspects price, anecdotes, food, ambience, service; per aspect the polarities
 positive, neutral, negative, conflict, none; ``text_a`` = ``the polarity of the
 aspect {aspect} is {polarity} .``, ``text_b`` = the sentence (trailing
 whitespace stripped), label 1 for the gold polarity (none if the aspect is
-absent). A category listed twice keeps its first polarity.
+absent). A category listed twice keeps its first polarity. Other
+constructions, as Sun et al.: ``NLI_B`` (``text_a`` = ``{aspect} -
+{polarity}``), and one 5-class row per aspect: ``NLI_M`` (``text_a`` = the
+aspect) and ``QA_M`` (``what do you think of the {aspect} of it ?``). Row ids:
+``{sentence id}/{aspect}[/{polarity}]``.
 
 Splits. ``holdout`` protocol: dev = the train sentences whose
-``sha1(sentence id) % 10 == 0`` (about 10%, whole sentences), train = the
-rest, test = ``Restaurants_Test_Gold.xml``; model selection never sees test.
+``int(hashlib.sha1(id.encode()).hexdigest(), 16) % 10 == 0`` (293 of 3044,
+whole sentences), train = the rest, test = ``Restaurants_Test_Gold.xml``;
+model selection never sees test.
 ``thesis`` protocol: train = all of train, dev = test (what the thesis did).
 """
 
@@ -22,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from trainables import metrics
-from trainables.tasks._io import held_out, label_index
+from trainables.tasks._io import held_out
 from trainables.tasks.base import DataError, Example, Task, register
 
 ASPECTS = ("price", "anecdotes", "food", "ambience", "service")

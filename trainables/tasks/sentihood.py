@@ -6,8 +6,13 @@ Source: the published NLI_M files ``sentihood/bert-pair/{train,dev,test}_NLI_M.t
 into 3 rows None, Positive, Negative: ``text_a`` = ``the polarity of the aspect
 {aspect} of location - {k} - is {polarity} .``, ``text_b`` = the review, label 1
 iff the polarity is the gold one. This reproduces the published
-``{dev,test}_QA_B.tsv`` row for row. Splits are the official ones under both
-protocols (the dataset has its own dev set).
+``{dev,test}_QA_B.tsv`` row for row (and rebuilds the unpublished train file).
+Other constructions, as Sun et al.: ``NLI_M`` (``text_a`` = ``location - {k} -
+{aspect}``, 3 classes), ``QA_M`` (``what do you think of the {aspect} of
+location - {k} - ?``), ``NLI_B`` (``location - {k} - {aspect} - {polarity}``).
+Splits are the official ones under both protocols (the dataset has its own dev
+set). Row ids: ``{NLI_M id}/{k}/{aspect}[/{polarity}]`` (the NLI_M id numbers
+the sentence within its split; aspect ``transit-location``).
 """
 
 from __future__ import annotations
@@ -62,18 +67,18 @@ class Sentihood(Task):
     def examples(self, split: str) -> list[Example]:
         out = []
         for rid, review, k, aspect, gold in self.rows(split):
-            words = aspect
+            key = f"{rid}/{k}/{aspect.replace(' ', '-')}"
             if self.construction == "NLI_M":
-                out.append(Example(f"{rid}/{k}/{aspect}", f"location - {k} - {aspect}", review, gold))
+                out.append(Example(key, f"location - {k} - {aspect}", review, gold))
             elif self.construction == "QA_M":
-                out.append(Example(f"{rid}/{k}/{aspect}", f"what do you think of the {words} of location - {k} - ?", review, gold))
+                out.append(Example(key, f"what do you think of the {aspect} of location - {k} - ?", review, gold))
             else:
                 for i, polarity in enumerate(POLARITIES):
                     question = (
-                        f"the polarity of the aspect {words} of location - {k} - is {polarity} ."
-                        if self.construction == "QA_B" else f"location - {k} - {words} - {polarity}"
+                        f"the polarity of the aspect {aspect} of location - {k} - is {polarity} ."
+                        if self.construction == "QA_B" else f"location - {k} - {aspect} - {polarity}"
                     )
-                    out.append(Example(f"{rid}/{k}/{aspect}/{polarity}", question, review, int(i == gold)))
+                    out.append(Example(f"{key}/{polarity}", question, review, int(i == gold)))
         return out
 
     def gold(self, examples: Sequence[Example]) -> np.ndarray:

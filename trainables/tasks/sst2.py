@@ -3,7 +3,9 @@
 The GLUE test split has no labels, so test = the GLUE dev set. ``holdout``
 protocol: dev = the train sentences with ``sha1(sentence) % 100 == 0`` (about
 1%, 670 rows), train = the rest. ``thesis`` protocol: train = all of train,
-dev = test = GLUE dev (as the thesis).
+dev = test = GLUE dev (as the thesis). The hold-out is keyed by the sentence
+(trailing space stripped), so the 371 repeated train sentences never straddle
+train and dev. Row ids: ``{file}:{line}``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,69 @@
+"""The searcher's bookkeeping, without Ray trials: pruning and canonical deduplication."""
+
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+from search.searcher import CanonicalOptunaSearch
+from spaces import apply_choices, baseline_choices, canonical, get_study
+from trainables.config import TrainConfig
+
+STUDY = get_study("absa")
+BASE = TrainConfig(tasks=("semeval",), primary="semeval", epochs=3)
+OBJ = STUDY.objective
+
+
+def searcher(points=None, sampler=None):
+    return CanonicalOptunaSearch(
+        STUDY, BASE, 3, metric=OBJ, mode="max", points_to_evaluate=points or [baseline_choices(STUDY)],
+        sampler=sampler or optuna.samplers.RandomSampler(seed=0), study_name="t",
+    )
+
+
+def states(s):
+    return [t.state for t in s._ot_study.get_trials(deepcopy=False)]
+
+
+def test_early_stopped_trial_is_pruned_not_complete():
+    s = searcher()
+    for tid in ("a", "b"):
+        s.suggest(tid)
+    for epoch in (1, 2, 3):
+        s.on_trial_result("a", {OBJ: 0.5 + epoch / 10, "training_iteration": epoch, "epoch": epoch})
+    s.on_trial_result("b", {OBJ: 0.1, "training_iteration": 1, "epoch": 1})
+    s.on_trial_complete("a", {OBJ: 0.8, "epoch": 3, "training_iteration": 3})
+    s.on_trial_complete("b", {OBJ: 0.1, "epoch": 1, "training_iteration": 1})  # ASHA stopped it
+    trials = s._ot_study.get_trials()
+    assert [t.state for t in trials] == [TrialState.COMPLETE, TrialState.PRUNED]
+    assert trials[0].value == pytest.approx(0.8) and trials[1].intermediate_values == {1: 0.1}
+
+
+def test_failed_trial_is_fail():
+    s = searcher()
+    s.suggest("a")
+    s.on_trial_complete("a", None, error=True)
+    assert states(s) == [TrialState.FAIL]
+
+
+def test_repeated_canonical_config_is_answered_not_trained():
+    # the baseline enqueued twice, in two spellings: the second collapses onto the first
+    single_square = {**baseline_choices(STUDY), "schema": "square"}
+    s = searcher(points=[baseline_choices(STUDY), single_square])
+    first = s.suggest("a")
+    second = s.suggest("b")  # skips the duplicate, suggests something new
+    assert canonical(apply_choices(BASE, first["choices"], STUDY)).tasks == ("semeval",)
+    assert second["key"] != first["key"]
+    assert s.duplicates == 1
+    # the duplicate waits for the original's result, then gets exactly that
+    s.on_trial_result("a", {OBJ: 0.7, "training_iteration": 1, "epoch": 1})
+    s.on_trial_complete("a", {OBJ: 0.7, "epoch": 3, "training_iteration": 3})
+    done = [t for t in s._ot_study.get_trials() if t.state == TrialState.COMPLETE]
+    assert len(done) == 2 and all(t.value == pytest.approx(0.7) for t in done)
+    assert any(t.user_attrs.get("duplicate_of") == first["key"] for t in done)
+
+
+def test_suggestion_carries_canonical_train_config():
+    s = searcher()
+    out = s.suggest("a")
+    cfg = TrainConfig.from_dict(out["train"])
+    assert cfg.tasks == ("semeval",) and cfg.epochs == 3 and out["label"].startswith("semeval single")
