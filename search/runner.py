@@ -112,8 +112,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     from trainables.tune import multitask_trainable
 
     check_tracking_uri(cfg.tracking_uri)
-    study, preset, base, objective = prepare(cfg)
     connect(cfg)
+    study, preset, base, objective = prepare(cfg)
     mode = cfg.mode or study.mode
     seeds = list(preset.seeds) if cfg.seeds is None else list(range(1, cfg.seeds + 1))
     trainable = tune.with_resources(multitask_trainable, {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial})
@@ -125,6 +125,11 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         if not tune.Tuner.can_restore(path):
             raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
         logger.info("restoring %s", path)
+        from search.report import find_parent
+        from search.tracking import client
+
+        _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
+        trials = int(parent_run.data.params["trials"])
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
     else:
         name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
@@ -172,7 +177,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         )
     results = tuner.fit()
     statuses = [t.status for t in results._experiment_analysis.trials]  # no public accessor in Ray 2.60
-    unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR"))
+    # trials never created count as unfinished: an interrupt stops the searcher too
+    unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + max(0, trials - len(statuses))
     errors = statuses.count("ERROR")
     if unfinished:
         logger.warning("study %s interrupted with %d unfinished trials; continue it with: "

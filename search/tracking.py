@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from typing import Any
 
 from ray.tune import Callback
@@ -39,6 +40,12 @@ def check_tracking_uri(tracking_uri: str) -> None:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {reason}") from None
+        return
+    if tracking_uri.startswith("sqlite:///"):
+        # checking by opening would create the database before the study is known to be valid
+        folder = os.path.dirname(os.path.abspath(tracking_uri[len("sqlite:///"):])) or "."
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+            raise ConnectionError(f"MLflow tracking URI {tracking_uri}: folder {folder} is missing or not writable")
         return
     try:
         client(tracking_uri).search_experiments(max_results=1)

@@ -1,0 +1,129 @@
+"""End to end: ``python -m search.run`` on a tiny random encoder, real Ray, MLflow and Optuna."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import optuna
+import pytest
+from optuna.trial import TrialState
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def study_args(tmp: Path, model: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "search.run", "absa", "--preset", "smoke", "--model", str(model),
+        "--seeds", "2", "--epochs", "3", "--grace-period", "1", "--reduction-factor", "2",
+        "--metric", "train/loss", "--mode", "min",  # continuous, so ASHA has something to cut
+        "--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--optuna-storage", f"sqlite:///{tmp}/optuna.db",
+        "--storage", str(tmp / "ray"), "--max-concurrent", "1", *extra,
+    ]
+
+
+def env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
+
+
+def runs(tmp: Path):
+    client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
+    experiment = client.get_experiment_by_name("absa")
+    everything = client.search_runs([experiment.experiment_id])
+    parents = [r for r in everything if r.data.tags.get("kind") == "study"]
+    children = [r for r in everything if r.data.tags.get("kind") == "trial"]
+    return client, parents, children
+
+
+def optuna_trials(tmp: Path):
+    storage = f"sqlite:///{tmp}/optuna.db"
+    (name,) = optuna.get_all_study_names(storage)
+    return optuna.load_study(study_name=name, storage=storage).trials
+
+
+@pytest.mark.slow
+def test_tiny_study_end_to_end(tmp_path, tiny_bert):
+    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "4"), cwd=tmp_path, env=env(),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert r.stdout.count("[trial ") == 4  # one line per finished trial
+
+    client, parents, children = runs(tmp_path)
+    assert len(parents) == 1 and len(children) == 4
+    parent = parents[0]
+    assert parent.data.params["objective"] == "train/loss/mean" and parent.data.params["seeds"] == "1,2"
+    assert {a.path for a in client.list_artifacts(parent.info.run_id, "report")} >= {
+        "report/report.md", "report/report.csv", "report/objective_per_schema.png", "report/best_so_far.png"}
+    for child in children:
+        tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
+        assert tags["mlflow.parentRunId"] == parent.info.run_id
+        assert tags["status"] in ("completed", "pruned") and tags["canonical_key"]
+        assert tags["device"] == "cpu" and tags["node_ip"] and tags["hostname"]
+        assert params["tasks"].startswith("semeval") and "sampling.schema" in params
+        assert {"train/loss/mean", "train/loss/std", "train/loss/seed1", "train/loss/seed2",
+                "semeval/dev/acc_4way/mean", "sampling/p/semeval/mean"} <= set(metrics)
+        history = client.get_metric_history(child.info.run_id, "train/loss/mean")
+        assert [m.step for m in history] == list(range(1, int(tags["epochs_trained"]) + 1))
+    assert sum(c.data.tags.get("baseline") == "true" for c in children) == 1
+
+    # ASHA's stops reach Optuna as PRUNED, finished trials as COMPLETE
+    status = {c.data.tags["canonical_key"]: c.data.tags["status"] for c in children}
+    trials = optuna_trials(tmp_path)
+    by_key = {t.user_attrs["canonical_key"]: t.state for t in trials if "duplicate_of" not in t.user_attrs}
+    assert by_key == {k: TrialState.PRUNED if s == "pruned" else TrialState.COMPLETE for k, s in status.items()}
+    assert list(status.values()).count("pruned") >= 1, "ASHA pruned nothing: the test would prove nothing"
+
+    report = next((tmp_path / "results" / "absa").iterdir()) / "report.md"
+    text = report.read_text()
+    assert "**baseline**" in text and "SOTA (thesis Table 3.4)" in text
+
+
+@pytest.mark.slow
+def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert):
+    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable", "--no-report")
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+    seen = []
+    deadline = time.time() + 300
+    for line in proc.stdout:  # interrupt (Ctrl-C) once the first trial has finished
+        seen.append(line)
+        if line.startswith("[trial 1]") or time.time() > deadline:
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, "".join(seen)[-2000:] + rest[-3000:]
+    _, _, before = runs(tmp_path)
+    assert 1 <= sum(c.data.tags["status"] != "running" for c in before) < 3
+
+    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable"),
+                       cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    _, parents, children = runs(tmp_path)
+    assert len(parents) == 1
+    trial_ids = [c.data.tags["trial_id"] for c in children]
+    assert len(trial_ids) == len(set(trial_ids)) == 3  # nothing lost, nothing twice
+    assert all(c.data.tags["status"] in ("completed", "pruned") for c in children)
+    finished = [t for t in optuna_trials(tmp_path) if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    assert len(finished) == 3
+
+
+def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
+    cases = {
+        ("absx",): "unknown study 'absx'",
+        ("absa", "--auxiliary", "sst2,bogus"): "unknown task 'bogus'",
+        ("absa", "--auxiliary", ","): "--auxiliary is empty",
+        ("absa", "--exponent-range", "2,1"): "exponent range [2.0, 1.0]: low is above high",
+        ("absa", "--anneal-range", "0,1.5"): "anneal_c range [0.0, 1.5]: expected within [0.0, 1.0]",
+        ("absa", "--metric", "bogus"): "--metric 'semeval/dev/bogus/mean': expected one of",
+        ("absa", "--tracking-uri", "http://127.0.0.1:9"): "MLflow tracking URI http://127.0.0.1:9 is unreachable",
+        ("absa", "--address", "127.0.0.1:9"): "Ray cluster at --address 127.0.0.1:9 is unreachable",
+    }
+    for args, message in cases.items():
+        r = subprocess.run([sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)], cwd=tmp_path,
+                           env=env(), capture_output=True, text=True, timeout=120)
+        errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+        assert r.returncode == 2 and len(errors) == 1 and message in errors[0], (args, r.stderr[-1500:])
+    assert not (tmp_path / "ray_results").exists() and not (tmp_path / "mlflow.db").exists()
