@@ -110,7 +110,7 @@ class MLflowTracker(Callback):
             run_id = found[0].info.run_id
             c.set_terminated(run_id, "RUNNING")
         else:
-            cfg = trial.config
+            cfg = {**trial.config, **trial.config.get("trial", {})}
             run = c.create_run(
                 parent.info.experiment_id,
                 run_name=cfg.get("label", trial.trial_id),
@@ -141,7 +141,7 @@ class MLflowTracker(Callback):
         metrics = [Metric(k, v, stamp, step) for k, v in numeric(result).items()]
         for start in range(0, len(metrics), 900):  # MLflow takes at most 1000 per batch
             self.client.log_batch(run_id, metrics=metrics[start:start + 900])
-        for tag in ("node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested"):
+        for tag in ("node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested", "restored_from_epoch"):
             if tag in result:
                 self.client.set_tag(run_id, tag, str(result[tag]))
 

