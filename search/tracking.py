@@ -76,7 +76,8 @@ def param_text(value: Any) -> str:
 def numeric(result: dict[str, Any]) -> dict[str, float]:
     return {
         k: float(v) for k, v in result.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v)) and "/" in k
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+        and ("/" in k or k == "epoch")  # our metrics; Tune's own bookkeeping keys stay out
     }
 
 
