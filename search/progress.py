@@ -8,6 +8,7 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from search.tracking import error_reason
+from trainables.tune import DIVERGED
 
 
 class TrialLines(Callback):
@@ -24,6 +25,9 @@ class TrialLines(Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         result = trial.last_result or {}
+        if result.get(DIVERGED):
+            self.on_trial_error(iteration, trials, trial)
+            return
         epochs = int(result.get("epoch", 0))
         status = "completed" if epochs >= self.max_epochs else f"pruned@{epochs}"
         mean = result.get(self.objective)

@@ -72,6 +72,7 @@ def fmt(mean: float, std: float) -> str:
 
 
 def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int) -> tuple[pd.DataFrame, str]:
+    """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
     study = get_study(study_name)
     done = table[table.status == "completed"].copy()
     done = done.sort_values("objective", ascending=(mode == "min"))
@@ -79,17 +80,21 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
     base = float(baseline.objective.iloc[0]) if len(baseline) else math.nan
     done["delta"] = done.objective - base
     done["delta_rel_%"] = 100 * done.delta / base if base == base and base else math.nan
-    metric = objective.split("/")[2]
+    # "semeval/dev/acc_4way/mean" -> dev acc_4way, scored on test too; "train/loss/mean" -> train/loss
+    name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
+    on_dev = name.startswith(f"{study.primary}/dev/")
+    metric = name[len(f"{study.primary}/dev/"):] if on_dev else name
     test_key = f"{study.primary}/test/{metric}"
     lines = [
         f"# Study `{study_name}`: objective `{objective}` ({mode})", "",
         f"{len(table)} trials: {int((table.status == 'completed').sum())} completed, "
         f"{int((table.status == 'pruned').sum())} pruned by ASHA, {int((table.status == 'failed').sum())} failed. "
         "Scores are mean ± sample std over seeds; Δ is against the single-task baseline on dev.", "",
-        f"| rank | config | dev {metric} | Δ abs | Δ rel | test {metric} | epochs |",
+        f"| rank | config | {'dev ' if on_dev else ''}{metric} | Δ abs | Δ rel | test {metric if on_dev else ''} | epochs |",
         "|---|---|---|---|---|---|---|",
     ]
     shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
+    csv_rows = []
     for _, r in shown.iterrows():
         rank = int(done.index.get_loc(r.name)) + 1 if r.name in done.index else "-"
         name = f"**baseline** {r.label}" if r.baseline else r.label
@@ -97,6 +102,13 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
             f"| {rank} | {name} | {fmt(r.objective, r.objective_std)} | {r.delta:+.4f} | {r['delta_rel_%']:+.2f}% | "
             f"{fmt(r.get(test_key, math.nan), r.get(test_key + ' std', math.nan))} | {int(r.epochs)} |"
         )
+        csv_rows.append({
+            "rank": rank, "source": "baseline" if r.baseline else "search", "config": r.label,
+            "canonical_key": r.canonical_key, "objective": objective, "objective_mean": r.objective,
+            "objective_std": r.objective_std, "delta_abs": r.delta, "delta_rel_%": r["delta_rel_%"],
+            "test_metric": test_key, "test_mean": r.get(test_key, math.nan),
+            "test_std": r.get(test_key + " std", math.nan), "epochs": int(r.epochs), "seeds": r.seeds,
+        })
     if study.published:
         lines += ["", f"Published results on {study.primary} test (single runs, selected as their authors did):", "",
                   "| source | " + " | ".join(sorted({k for v in study.published.values() for k in v})) + " |"]
@@ -104,12 +116,15 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         lines.append("|---|" + "---|" * len(keys))
         for source, values in study.published.items():
             lines.append(f"| {source} | " + " | ".join(f"{values[k]:.4f}" if k in values else "–" for k in keys) + " |")
+            if metric in values:
+                csv_rows.append({"rank": "-", "source": "published", "config": source, "test_metric": test_key,
+                                 "test_mean": values[metric]})
         if len(done):
             best = done.iloc[0]
             lines += ["", "Best config here on test: " + ", ".join(
                 f"{k}={fmt(best.get(f'{study.primary}/test/{k}', math.nan), best.get(f'{study.primary}/test/{k} std', math.nan))}"
                 for k in keys)]
-    return done, "\n".join(lines) + "\n"
+    return pd.DataFrame(csv_rows), "\n".join(lines) + "\n"
 
 
 def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int) -> list[Path]:
@@ -171,8 +186,9 @@ def build_report(study: str, tracking_uri: str, run_name: str | None = None, out
     out.mkdir(parents=True, exist_ok=True)
     ranked, markdown = summarise(table, study, objective, mode, top)
     seeds = len(parent.data.params.get("seeds", "").strip("[]").split(","))
-    paths = {"csv": out / "report.csv", "markdown": out / "report.md"}
-    table.drop(columns=["start_time"]).to_csv(paths["csv"], index=False)
+    paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
+    ranked.to_csv(paths["csv"], index=False)  # the table of report.md
+    table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
     paths["markdown"].write_text(markdown)
     for p in plots(table, out, objective, mode, seeds):
         paths[p.stem] = p

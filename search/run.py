@@ -94,9 +94,9 @@ def main() -> int:
     if cfg.report:
         from search.report import build_report
 
-        paths = build_report(cfg.study, cfg.tracking_uri, run_name=outcome["name"])
+        paths = build_report(cfg.study, outcome["tracking_uri"], run_name=outcome["name"])
         logger.info("report: %s", paths["markdown"])
-    logger.info("compare trials: mlflow ui --backend-store-uri %s", cfg.tracking_uri)
+    logger.info("compare trials: mlflow ui --backend-store-uri %s", outcome["tracking_uri"])
     return 0
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from search.config import SearchConfig
 from spaces import Preset, Study, apply_choices, baseline_choices, thesis_grid
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
-from trainables.loop import prepare_data
+from trainables.loop import TaskData, prepare_data
 from trainables.model import load_tokenizer
 from trainables.tasks import get_task
 
@@ -34,7 +34,7 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
     )
 
 
-def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str]:
+def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str, dict[str, TaskData]]:
     """Validate the whole study before any trial: tasks, data, metric. Fills the token cache."""
     study, preset = cfg.resolved_study(), cfg.resolved_study().preset(cfg.preset)
     base = base_config(cfg, study, preset)
@@ -50,9 +50,9 @@ def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str]:
         raise ConfigError(f"--metric {objective!r}: expected one of {', '.join(sorted(known))}")
     started = time.perf_counter()
     tokenizer = load_tokenizer(base.encoder)
-    prepare_data(everything, tokenizer)  # tokenized once per study; trials read the disk cache
+    data = prepare_data(everything, tokenizer)  # tokenized once per study, shared through the object store
     logger.info("datasets of %s tokenized in %.1fs", ",".join(everything.tasks), time.perf_counter() - started)
-    return study, preset, base, objective
+    return study, preset, base, objective, data
 
 
 def storage_path(storage: str) -> str:
@@ -93,46 +93,94 @@ def connect(cfg: SearchConfig) -> None:
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         raise ConnectionError(f"Ray cluster at --address {cfg.address}: {str(exc).splitlines()[0]}") from None
     nodes = [n for n in ray.nodes() if n.get("Alive")]
-    if len(nodes) > 1 and "://" not in cfg.storage:
+    # an autoscaling cluster may show only its head now: any cluster address counts as multi-node
+    if (len(nodes) > 1 or cfg.address not in (None, "local")) and not is_remote_storage(cfg.storage):
         logger.warning(
-            "%d-node cluster with a plain local --storage %s: fine only if every node shares that filesystem; "
-            "otherwise use s3:// or gs:// so checkpoints survive a node", len(nodes), cfg.storage,
+            "Ray cluster (%d node(s) now; an autoscaler may add more) with a plain local --storage %s: fine only "
+            "if every node mounts that filesystem; otherwise use s3:// or gs:// so checkpoints survive a node",
+            len(nodes), cfg.storage,
         )
+
+
+def is_remote_storage(storage: str) -> bool:
+    return "://" in storage and not storage.startswith("file://")
+
+
+def absolute_sqlite(uri: str) -> str:
+    """``sqlite:///mlflow.db`` -> an absolute path, so a driver started elsewhere (Ray Client,
+    a job's working copy) writes to the same database the user will open."""
+    prefix = "sqlite:///"
+    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
+        return prefix + str(Path(uri[len(prefix):]).resolve())
+    return uri
+
+
+def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
+    """A new study must not reuse an experiment's name: Tune, Optuna and MLflow would mix them."""
+    import optuna
+
+    taken = "://" not in storage and Path(storage, name).exists()
+    sqlite_file = cfg.optuna_storage[len("sqlite:///"):] if cfg.optuna_storage.startswith("sqlite:///") else None
+    if not taken and (sqlite_file is None or Path(sqlite_file).is_file()):  # asking would create a new file
+        try:
+            taken = name in optuna.get_all_study_names(cfg.optuna_storage)
+        except Exception as exc:  # an unreachable Optuna storage is bad input too
+            raise ConnectionError(f"--optuna-storage {cfg.optuna_storage}: {str(exc).splitlines()[0][:200]}") from None
+    if taken:
+        raise ConfigError(f"--name {name}: a study of that name exists; continue it with --resume, or pick a new name")
+
+
+def warn_ignored_on_resume(cfg: SearchConfig) -> None:
+    fixed = {"--trials": cfg.trials, "--search": cfg.search if cfg.search != "tpe" else None, "--epochs": cfg.epochs,
+             "--model": cfg.model, "--seeds": cfg.seeds, "--grace-period": cfg.grace_period,
+             "--reduction-factor": cfg.reduction_factor, "--auxiliary": cfg.auxiliary}
+    given = [flag for flag, value in fixed.items() if value is not None]
+    if given:
+        logger.warning("--resume continues the study as it was started: ignoring %s", ", ".join(given))
 
 
 def run(cfg: SearchConfig) -> dict[str, Any]:
     """Run the study; return where its results are (Tune path, MLflow parent run)."""
     from ray import tune
-    from ray.tune.schedulers import ASHAScheduler
     import optuna
 
     from search.progress import TrialLines
+    from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
-    from search.tracking import MLflowTracker, check_tracking_uri, start_parent_run
+    from search.tracking import MLflowTracker, check_tracking_uri, client, start_parent_run
     from trainables.tune import multitask_trainable
 
+    cfg = replace(cfg, tracking_uri=absolute_sqlite(cfg.tracking_uri), optuna_storage=absolute_sqlite(cfg.optuna_storage))
     check_tracking_uri(cfg.tracking_uri)
+    storage = storage_path(cfg.storage)
+    if cfg.resume:
+        warn_ignored_on_resume(cfg)
+        name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
+    else:
+        name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+        check_new_name(cfg, name, storage)
     connect(cfg)
-    study, preset, base, objective = prepare(cfg)
+    study, preset, base, objective, data = prepare(cfg)
     mode = cfg.mode or study.mode
     seeds = list(preset.seeds) if cfg.seeds is None else list(range(1, cfg.seeds + 1))
-    trainable = tune.with_resources(multitask_trainable, {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial})
-    storage = storage_path(cfg.storage)
+    trainable = tune.with_resources(
+        tune.with_parameters(multitask_trainable, data=data),  # one copy in the object store for all trials
+        {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
+    )
+    searcher = None
 
     if cfg.resume:
-        name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
         path = storage.rstrip("/") + "/" + name
         if not tune.Tuner.can_restore(path):
             raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
         logger.info("restoring %s", path)
         from search.report import find_parent
-        from search.tracking import client
 
         _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
+        parent = parent_run.info.run_id
         trials = int(parent_run.data.params["trials"])
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
     else:
-        name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study)]
         trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
         sampler = (
@@ -143,7 +191,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             study, base, base.epochs, metric=objective, mode=mode, points_to_evaluate=points,
             sampler=sampler, study_name=name, storage=optuna.storages.RDBStorage(cfg.optuna_storage),
         )
-        scheduler = ASHAScheduler(
+        scheduler = BaselineKeepingASHA(
             time_attr="training_iteration", max_t=base.epochs,
             grace_period=cfg.grace_period or preset.grace_period,
             reduction_factor=cfg.reduction_factor or preset.reduction_factor,
@@ -157,7 +205,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         })
         tuner = tune.Tuner(
             trainable,
-            param_space={"seeds": seeds},
+            param_space={"seeds": seeds, "metric": objective},
             tune_config=tune.TuneConfig(
                 metric=objective, mode=mode, search_alg=searcher, scheduler=scheduler,
                 num_samples=trials, max_concurrent_trials=cfg.max_concurrent,
@@ -177,13 +225,16 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         )
     results = tuner.fit()
     statuses = [t.status for t in results._experiment_analysis.trials]  # no public accessor in Ray 2.60
-    # trials never created count as unfinished: an interrupt stops the searcher too
-    unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + max(0, trials - len(statuses))
+    # trials never created count as unfinished (an interrupt stops the searcher too),
+    # unless the searcher ran out of new configs
+    never_created = 0 if searcher is not None and searcher.exhausted else max(0, trials - len(statuses))
+    unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + never_created
     errors = statuses.count("ERROR")
     if unfinished:
         logger.warning("study %s interrupted with %d unfinished trials; continue it with: "
                        "python -m search.run %s --preset %s --resume --name %s", name, unfinished, cfg.study, cfg.preset, name)
     else:
         logger.info("study %s finished: %d trials, %d failed", name, len(statuses), errors)
+        client(cfg.tracking_uri).set_terminated(parent, "FINISHED")
     return {"name": name, "path": f"{storage}/{name}", "trials": len(statuses), "failed": errors,
-            "interrupted": bool(unfinished)}
+            "interrupted": bool(unfinished), "tracking_uri": cfg.tracking_uri}

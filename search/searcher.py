@@ -22,6 +22,7 @@ from ray.tune.search.optuna import OptunaSearch
 from spaces import Study, apply_choices, baseline_choices, canonical, canonical_key, define_space, describe
 from spaces.canonical import flatten
 from trainables.config import TrainConfig
+from trainables.tune import DIVERGED
 
 logger = logging.getLogger(__name__)
 MAX_DUPLICATES = 200  # consecutive repeats before the space is taken as exhausted
@@ -48,6 +49,7 @@ class CanonicalOptunaSearch(OptunaSearch):
         self.outcome: dict[str, tuple[TrialState, float | None]] = {}
         self.waiting: dict[str, list[str]] = defaultdict(list)  # trial -> duplicate Optuna trials
         self.duplicates = 0
+        self.exhausted = False  # set when the space yields only repeats: the study is done
         self.baseline_key = canonical_key(canonical(apply_choices(base, baseline_choices(study), study)))
         super().__init__(space=functools.partial(define_space, study=study), **kwargs)
 
@@ -76,6 +78,7 @@ class CanonicalOptunaSearch(OptunaSearch):
             else:
                 self.waiting[original].append(duplicate)
         logger.warning("%d suggestions in a row repeated earlier configs: space exhausted", MAX_DUPLICATES)
+        self.exhausted = True
         return Searcher.FINISHED
 
     def _answer(self, duplicate: str, original: str) -> None:
@@ -89,6 +92,8 @@ class CanonicalOptunaSearch(OptunaSearch):
 
     # -- results --------------------------------------------------------------
     def on_trial_result(self, trial_id: str, result: dict) -> None:
+        if result.get(DIVERGED):
+            return  # its NaN objective is no intermediate value; on_trial_complete fails it
         if self.metric in result:
             self.history[trial_id].append((int(result["training_iteration"]), float(result[self.metric])))
         super().on_trial_result(trial_id, result)
@@ -99,7 +104,7 @@ class CanonicalOptunaSearch(OptunaSearch):
         ot_trial = self._ot_trials[trial_id]
         ot_trial.set_user_attr("canonical_key", self.key_of.get(trial_id, ""))
         finished = bool(result) and int(result.get("epoch", 0)) >= self.max_epochs
-        if error:
+        if error or result and result.get(DIVERGED):
             state, value = TrialState.FAIL, None
         elif not finished:
             state, value = TrialState.PRUNED, None  # stopped early by the scheduler

@@ -15,6 +15,8 @@ from typing import Any
 
 from ray.tune import Callback
 
+from trainables.tune import DIVERGED, FAILURE_REASON
+
 logger = logging.getLogger(__name__)
 STATUS_TAG = "status"  # running | completed | pruned | failed
 SKIP_PARAMS = {"data_dir", "device", "seed"}
@@ -37,6 +39,8 @@ def check_tracking_uri(tracking_uri: str) -> None:
 
         try:
             urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=5).close()
+        except urllib.error.HTTPError:
+            pass  # a server answered (behind a proxy prefix or auth, /health may be 401/404): reachable
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {reason}") from None
@@ -147,9 +151,16 @@ class MLflowTracker(Callback):
                 self.client.set_tag(run_id, tag, str(result[tag]))
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
-        epochs = int((trial.last_result or {}).get("epoch", 0))
-        status = "completed" if epochs >= self.max_epochs else "pruned"
+        result = trial.last_result or {}
+        epochs = int(result.get("epoch", 0))
         run_id = self._run_id(trial)
+        if result.get(DIVERGED):  # the trainable's own verdict; Tune saw a normal end
+            self.client.set_tag(run_id, STATUS_TAG, "failed")
+            self.client.set_tag(run_id, "failure_reason", str(result.get(FAILURE_REASON, "diverged"))[:5000])
+            self.client.set_tag(run_id, "epochs_trained", str(max(0, epochs - 1)))
+            self.client.set_terminated(run_id, "FAILED")
+            return
+        status = "completed" if epochs >= self.max_epochs else "pruned"
         self.client.set_tag(run_id, STATUS_TAG, status)
         self.client.set_tag(run_id, "epochs_trained", str(epochs))
         self.client.set_terminated(run_id, "FINISHED")
@@ -163,7 +174,10 @@ class MLflowTracker(Callback):
 
 
 def error_reason(trial) -> str:
-    """The last line of the trial's error (e.g. ``DivergedError: loss became nan ...``)."""
+    """The last line of the trial's error, or a diverged trial's reason."""
+    result = getattr(trial, "last_result", None) or {}
+    if result.get(DIVERGED):
+        return str(result.get(FAILURE_REASON, "diverged"))
     text = ""
     if getattr(trial, "error_file", None):
         try:

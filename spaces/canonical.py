@@ -3,7 +3,8 @@
 Configs that train identically collapse to one canonical config before any
 compute: one task makes every schema the same; equal weights make every
 exponent give the uniform distribution (thesis Proposition 4.7.1); anneal with
-c = 0 is prop; power with a named exponent is that schema.
+c = 0, or over a single epoch, is prop; power with a named exponent is that
+schema; weights count only relative to each other.
 """
 
 from __future__ import annotations
@@ -55,17 +56,20 @@ def canonical(config: TrainConfig) -> TrainConfig:
     schema, exponent, anneal_c = s.schema, s.exponent, s.anneal_c
     if schema == "power" and float(exponent) in NAMED_EXPONENTS:  # type: ignore[arg-type]
         schema, exponent = NAMED_EXPONENTS[float(exponent)], None  # type: ignore[arg-type]
-    if schema == "anneal" and anneal_c == 0.0:
-        schema = "prop"
+    if schema == "anneal" and (anneal_c == 0.0 or config.epochs == 1):
+        schema = "prop"  # a(e) = 1 - c*e/E is 1 for c = 0, and at e = 0, the only epoch of E = 1
     weights = config.task_weights()
     if len(config.tasks) == 1 or (schema in WEIGHTED and len(set(weights)) == 1):
         schema, exponent = "random", None  # every exponent gives the uniform distribution
     default = SamplingConfig()
+    # w**a / sum(w**a) is scale-free: weights relative to the largest, spelled out for every task,
+    # make "sst2=4,pos=2" and the tier defaults one config
+    relative = tuple((t, round(w / max(weights), 12)) for t, w in zip(config.tasks, weights))
     sampling = SamplingConfig(
         schema=schema,
         exponent=exponent,
         anneal_c=anneal_c if schema == "anneal" else default.anneal_c,
-        weights=s.weights if schema in WEIGHTED else (),
+        weights=relative if schema in WEIGHTED else (),
     )
     return replace(config, sampling=sampling)
 

@@ -1,7 +1,7 @@
 """Optuna define-by-run spaces. These functions only call ``trial.suggest_*``.
 
 A point of the space is a flat dict of *choices* (``aux/sst2``, ``schema``, ...);
-:func:`spaces.canonical.train_config` turns choices into a training config.
+:func:`spaces.canonical.apply_choices` turns choices into a training config.
 """
 
 from __future__ import annotations

@@ -74,8 +74,9 @@ def test_nothing_listens_on_public_interfaces(name: str) -> None:
     config = prepared(name)
     assert "--dashboard-host=127.0.0.1" in ray_start(config["head_start_ray_commands"])
     host = mlflow_host(config)
-    # The head's own private address: the first one it reports, or the head_ip it was given.
-    assert host in {"$(hostname -I | awk '{print $1}')", config["provider"].get("head_ip")}
+    # The head's own private address: from the instance metadata on AWS, or the head_ip it was given.
+    imds = '$(curl -sf -H "X-aws-ec2-metadata-token: $IMDS_TOKEN" http://169.254.169.254/latest/meta-data/local-ipv4)'
+    assert host in {imds, config["provider"].get("head_ip")}
     started = " ".join(config["head_start_ray_commands"] + config["worker_start_ray_commands"])
     assert "0.0.0.0" not in started and "--host ::" not in started
 
@@ -115,6 +116,15 @@ def test_setup_installs_pinned_torch_before_project(name: str) -> None:
         project = [i for i, c in enumerate(commands) if "cd ~/mtl-search && pip install -e ." in c]
         assert torch and project and max(torch) < min(project)
         assert f'"ray[default]=={pin("ray")}"' in commands[min(project)]
+        assert "-c constraints.txt" in commands[min(project)]
+
+
+def test_constraints_agree_with_pyproject() -> None:
+    """constraints.txt (what cluster nodes install) pins what pyproject.toml pins, and no torch."""
+    lines = [line for line in (ROOT / "constraints.txt").read_text().splitlines() if line and not line.startswith("#")]
+    versions = dict(line.split("==", 1) for line in lines)
+    assert versions["ray"] == pin("ray[tune]") and versions["mlflow"] == pin("mlflow")
+    assert "torch" not in versions and "mtl-search" not in versions
 
 
 def _set(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], None]:
@@ -160,4 +170,20 @@ def test_broken_config_is_rejected(mistake: str) -> None:
     config = copy.deepcopy(load(AWS))
     edit(config)
     with pytest.raises((jsonschema.ValidationError, ValueError), match=re.escape(error)):
+        validate_config(prepare_config(config))
+
+
+BROKEN_ONPREM = {
+    "no head_ip": (_drop(("provider", "head_ip")), "head_ip"),
+    "worker_ips as a string": (_set(("provider", "worker_ips"), "10.0.0.2"), "'10.0.0.2' is not of type 'array'"),
+    "unknown top-level key": (_set(("idle_timeout",), 10), "Additional properties are not allowed"),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(BROKEN_ONPREM))
+def test_broken_onprem_config_is_rejected(mistake: str) -> None:
+    edit, error = BROKEN_ONPREM[mistake]
+    config = copy.deepcopy(load(ONPREM))
+    edit(config)
+    with pytest.raises(Exception, match=re.escape(error)):
         validate_config(prepare_config(config))

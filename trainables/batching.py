@@ -18,7 +18,7 @@ from trainables.tasks.base import Example
 
 logger = logging.getLogger(__name__)
 IGNORE = -100  # label of padding and non-first sub-tokens, skipped by the loss
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: text_b keyed by repr (None and "None" differ)
 
 
 @dataclass
@@ -45,7 +45,7 @@ def tokenizer_identity(tokenizer) -> str:
 def cache_key(examples: Sequence[Example], kind: str, tokenizer, max_len: int) -> str:
     digest = hashlib.sha1(f"{CACHE_VERSION}|{kind}|{max_len}|{tokenizer_identity(tokenizer)}".encode())
     for ex in examples:
-        digest.update(f"{ex.text_a}\x1f{ex.text_b}\x1f{ex.label}\x1e".encode())
+        digest.update(f"{ex.text_a}\x1f{ex.text_b!r}\x1f{ex.label}\x1e".encode())
     return digest.hexdigest()
 
 
@@ -83,7 +83,10 @@ def _flatten(rows: list[list[int]], dtype) -> np.ndarray:
 def _encode_pairs(examples: Sequence[Example], tokenizer, max_len: int) -> Encoded:
     a = [ex.text_a for ex in examples]
     b = [ex.text_b for ex in examples]
-    pairs = all(t is not None for t in b)
+    pairs = sum(t is not None for t in b)
+    if 0 < pairs < len(b):  # never drop some rows' text_b silently: tasks give all pairs or none
+        single = next(ex.id for ex in examples if ex.text_b is None)
+        raise ValueError(f"{pairs} of {len(b)} rows have a text_b but row {single!r} has none; expected all or none")
     out = tokenizer(a, b if pairs else None, truncation=True, max_length=max_len)
     ids = out["input_ids"]
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)

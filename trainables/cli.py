@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -14,6 +15,13 @@ from typing import Any, Callable, NoReturn
 def fail(message: str, code: int = 2) -> NoReturn:
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors are one ``error: ...`` line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message} (see {self.prog} --help)")
 
 
 def write_json(path: str | Path, value: Any) -> None:

@@ -10,7 +10,6 @@ space-separated tags for tagging tasks), so an export is itself a valid
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import os
@@ -18,9 +17,9 @@ import sys
 import tempfile
 import urllib.request
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple
 
-from trainables.cli import fail, run_main
+from trainables.cli import ArgumentParser, run_main
 from trainables.tasks import PROTOCOLS, SPLITS, DataError, Task, get_task, task_names
 
 
@@ -60,13 +59,6 @@ SOURCES = (
 def resolve_data_dir(value: str | None = None) -> Path:
     """``--data-dir``, else ``$MTL_DATA_DIR``, else ``./data``."""
     return Path(value or os.environ.get("MTL_DATA_DIR") or "data")
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose usage errors are one ``error: ...`` line and exit code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        fail(f"{message} (see {self.prog} --help)")
 
 
 # export

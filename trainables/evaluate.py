@@ -4,8 +4,9 @@ The file has one line per exported row (``python -m trainables.data export``),
 in export order: one row of class probabilities (comma- or whitespace-separated)
 per row, or per word for tagging tasks. A two-class task (sst2, the binary
 QA_B/NLI_B constructions) also takes a single value per line, P(class 1) =
-P(yes). Prints the metrics, computed by the same code as training, as one JSON
-object (an undefined metric is ``null``).
+P(yes). Every value must be a finite probability in [0, 1]. Prints the
+metrics, computed by the same code as training, as one JSON object (an
+undefined metric is ``null``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trainables.cli import run_main
-from trainables.data import ArgumentParser, resolve_data_dir
+from trainables.cli import ArgumentParser, run_main
+from trainables.data import resolve_data_dir
 from trainables.tasks import PROTOCOLS, SPLITS, DataError, Task, get_task
 
 
@@ -35,9 +36,13 @@ def read_predictions(path: Path, rows: int, classes: int) -> np.ndarray:
             if len(fields) != width or width not in widths:
                 raise DataError(f"{path}:{line_no}: {len(fields)} values, expected {expected} per line (classes of the task)")
             try:
-                values.append([float(x) for x in fields])
+                row = [float(x) for x in fields]
             except ValueError:
                 raise DataError(f"{path}:{line_no}: not a number in {line.strip()!r}") from None
+            bad = next((x for x in row if not 0.0 <= x <= 1.0), None)  # NaN fails the test too
+            if bad is not None:
+                raise DataError(f"{path}:{line_no}: value {bad}, expected a finite probability in [0, 1]")
+            values.append(row)
     if len(values) != rows:
         raise DataError(f"{path}: {len(values)} prediction lines, expected {rows} (one per exported row, or per word for tagging)")
     probs = np.asarray(values, dtype=np.float64) if values else np.empty((0, classes))
@@ -50,7 +55,11 @@ def evaluate(task: Task, split: str, predictions: Path) -> dict[str, float]:
         rows = sum(len(ex.label) for ex in examples)  # type: ignore[arg-type]
     else:
         rows = len(examples)
-    return task.metrics(read_predictions(predictions, rows, task.num_labels), examples)
+    probs = read_predictions(predictions, rows, task.num_labels)
+    try:
+        return task.metrics(probs, examples)
+    except ValueError as exc:  # e.g. rows that do not split into the metric's groups
+        raise DataError(f"{predictions}: cannot score {task.name} {split}: {exc}") from None
 
 
 def main() -> int:

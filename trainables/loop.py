@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from trainables.batching import IGNORE, Encoded, Padding, TaskBatches, collate, default_cache_dir, encode, limit_rows
-from trainables.config import TrainConfig
+from trainables.config import ConfigError, TrainConfig
 from trainables.model import MultitaskModel, build_model, load_tokenizer
 from trainables.sampling import make_sampler, steps_per_epoch
 from trainables.tasks import Example, Task, get_task
@@ -46,10 +46,10 @@ def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) 
     """Read, limit and tokenize every task's splits (cached on disk across runs and trials)."""
     cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
     max_len = config.encoder.max_seq_length
+    tasks = {spec: get_task(spec, Path(config.data_dir), config.protocol) for spec in config.tasks}
+    check_distinct_names(tasks)
     out = {}
-    for spec in config.tasks:
-        task = get_task(spec, Path(config.data_dir), config.protocol)
-
+    for spec, task in tasks.items():
         def load(split: str, limit: int | None, first: bool) -> tuple[list[Example], Encoded]:
             examples = task.examples(split)
             rows = limit_rows(len(examples), limit, task.group_size, first)
@@ -69,6 +69,18 @@ def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) 
     return out
 
 
+def check_distinct_names(tasks: dict[str, Task]) -> None:
+    """Metric and sampling keys use ``task.name``: two specs with one name would overwrite each other."""
+    seen: dict[str, str] = {}
+    for spec, task in tasks.items():
+        if task.name in seen:
+            raise ConfigError(
+                f"tasks {seen[task.name]!r} and {spec!r} are both named {task.name!r} (metric and sampling "
+                "keys would collide): expected one task per name in a run"
+            )
+        seen[task.name] = spec
+
+
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -86,6 +98,7 @@ class Trainer:
         self.padding = Padding.of(tokenizer)
         self.data = data if data is not None else prepare_data(config, tokenizer)
         self.names = list(config.tasks)
+        check_distinct_names({n: self.data[n].task for n in self.names})  # data may come from a caller
         self.kinds = {n: self.data[n].task.kind for n in self.names}
         heads = {n: (self.data[n].task.num_labels, self.kinds[n]) for n in self.names}
         self.model: MultitaskModel = build_model(config.encoder, heads).to(self.device)

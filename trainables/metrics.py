@@ -11,7 +11,8 @@ Sentihood classes: 0 None, 1 Positive, 2 Negative; 4 aspect rows per
 Ties go to the lower class index, as in Sun et al.'s chained ``>=``
 comparisons (``np.argmax`` does the same).
 Undefined values: a zero division in precision, recall or F1 gives 0.0 (as
-the formula's limit); an accuracy or AUC with no row to score gives NaN.
+the formula's limit); an accuracy or AUC with no row to score gives NaN, and a
+Sentihood macro AUC is NaN when any of its 4 aspects has one class only.
 """
 
 from __future__ import annotations
@@ -141,10 +142,13 @@ def sentihood_macro_f1(pred: np.ndarray, gold: np.ndarray) -> float:
 
 
 def _aspect_mean_auc(y: np.ndarray, s: np.ndarray, aspect: np.ndarray) -> float:
-    """Mean ROC AUC over the 4 aspect positions; a position with one class only is skipped."""
+    """Mean ROC AUC over the 4 aspect positions, as Sun et al.'s ``np.mean`` of 4 AUCs.
+
+    NaN when any position has one class only (or no row): Sun's ``roc_auc_score``
+    fails there, and a mean over the other aspects would be a different metric.
+    """
     aucs = [roc_auc(y[aspect == j], s[aspect == j]) for j in range(SENTIHOOD_ASPECTS)]
-    aucs = [a for a in aucs if not math.isnan(a)]
-    return float(np.mean(aucs)) if aucs else math.nan
+    return math.nan if any(math.isnan(a) for a in aucs) else float(np.mean(aucs))
 
 
 def sentihood_metrics(score: np.ndarray, gold: np.ndarray) -> dict[str, float]:

@@ -59,7 +59,7 @@ class MultitaskModel(nn.Module):
         self.kinds = {task: kind for task, (_, kind) in heads.items()}
         hidden = encoder.config.hidden_size if hasattr(encoder.config, "hidden_size") else encoder.config.d_model
         self.dropout = nn.Dropout(dropout)
-        self.heads = nn.ModuleDict({task: nn.Linear(hidden, n) for task, (n, _) in heads.items()})
+        self.heads = nn.ModuleDict({head_key(task): nn.Linear(hidden, n) for task, (n, _) in heads.items()})
 
     def forward(
         self,
@@ -72,19 +72,28 @@ class MultitaskModel(nn.Module):
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         hidden = self.encoder(**inputs).last_hidden_state  # (B, T, H)
+        head = self.heads[head_key(task)]
         if self.kinds[task] == "tagging":
-            return self.heads[task](self.dropout(hidden))  # (B, T, C)
-        return self.heads[task](self.dropout(summarize(hidden, attention_mask, self.summary)))  # (B, C)
+            return head(self.dropout(hidden))  # (B, T, C)
+        return head(self.dropout(summarize(hidden, attention_mask, self.summary)))  # (B, C)
+
+
+def head_key(task: str) -> str:
+    """The ModuleDict key of a task spec's head.
+
+    ModuleDict refuses "." (``csv:/path/task.json``); escaping "%" then "." keeps
+    keys distinct and leaves the built-in names (and their checkpoints) unchanged.
+    """
+    return task.replace("%", "%25").replace(".", "%2E")
 
 
 def summarize(hidden: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tensor:
-    """(B, T, H) -> (B, H): first token, last real token (either padding side), or masked mean."""
-    if how == "first":
-        return hidden[:, 0]
-    if how == "last":
+    """(B, T, H) -> (B, H): first or last real token (either padding side), or masked mean."""
+    if how in ("first", "last"):
         positions = torch.arange(mask.shape[1], device=mask.device)
-        last = (mask * positions).argmax(dim=1)  # index of the last 1 in each row
-        return hidden[torch.arange(hidden.shape[0], device=hidden.device), last]
+        # argmax returns the first maximal index: the first 1, or the last 1 once weighted by position
+        index = mask.argmax(dim=1) if how == "first" else (mask * positions).argmax(dim=1)  # (B,)
+        return hidden[torch.arange(hidden.shape[0], device=hidden.device), index]
     weights = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * weights).sum(1) / weights.sum(1).clamp_min(1.0)
 

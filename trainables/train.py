@@ -7,7 +7,7 @@ import json
 import logging
 from dataclasses import asdict
 
-from trainables.cli import run_main, setup_logging, write_json
+from trainables.cli import ArgumentParser, run_main, setup_logging, write_json
 from trainables.config import DEFAULT_MODEL, SCHEMAS, SUMMARIES, ConfigError, EncoderConfig, SamplingConfig, TrainConfig, parse_weights
 from trainables.data import resolve_data_dir
 from trainables.loop import DivergedError, train
@@ -16,8 +16,8 @@ from trainables.tasks import DataError
 logger = logging.getLogger("trainables.train")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m trainables.train", description=__doc__)
+def parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m trainables.train", description=__doc__)
     p.add_argument("--tasks", required=True, help="comma-separated task specs, e.g. semeval,sst2,pos")
     p.add_argument("--primary", help="the primary task (default: the first of --tasks)")
     p.add_argument("--sampling", default="prop", choices=SCHEMAS, help="task-sampling schema")

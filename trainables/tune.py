@@ -4,6 +4,10 @@ The only core module that imports Ray. Every epoch it reports, for every
 metric, the seed mean, standard deviation and per-seed values (ASHA decides on
 the mean), and checkpoints every seed's full training state, so a retried or
 restored trial continues where it stopped with the result it would have had.
+
+A diverged run (NaN loss) is not an error for Tune: retrying it from its last
+checkpoint would diverge again, so the trial reports one final result flagged
+``diverged`` with the reason, and the searcher and tracker record it as failed.
 """
 
 from __future__ import annotations
@@ -20,10 +24,12 @@ import torch
 from ray import tune
 
 from trainables.config import TrainConfig
-from trainables.loop import Trainer, prepare_data
+from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
 
 logger = logging.getLogger(__name__)
+DIVERGED = "diverged"  # result key: 1.0 on the final result of a trial whose loss became NaN
+FAILURE_REASON = "failure_reason"
 
 
 def aggregate(per_seed: Sequence[dict[str, float]], seeds: Sequence[int]) -> dict[str, float]:
@@ -58,7 +64,8 @@ def placement() -> dict[str, Any]:
         logger.warning("trial was given %s GPU but no CUDA device is visible: training on the CPU", gpus)
     return {
         "node_id": context.get_node_id(),
-        "node_hostname": socket.gethostname(),
+        "node_ip": ray.util.get_node_ip_address(),
+        "hostname": socket.gethostname(),
         "device": torch.cuda.get_device_name(0) if cuda else "cpu",
         "torch_device": device,
         "gpus_requested": float(gpus),
@@ -73,10 +80,19 @@ def _in_tune() -> bool:
         return False
 
 
-def multitask_trainable(config: dict[str, Any]) -> None:
-    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``.
+def diverged_result(metric: str, epoch: int, reason: str) -> dict[str, Any]:
+    """The last result of a diverged trial. The objective is NaN: ASHA's cutoffs skip NaN
+    (``nanpercentile``), where an infinite value would poison every later cutoff."""
+    return {metric: float("nan"), "epoch": epoch, DIVERGED: 1.0, FAILURE_REASON: reason}
+
+
+def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None = None) -> None:
+    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``, and
+    ``metric`` (the study's objective, reported as NaN by a diverged trial).
 
     A config may also nest those under ``trial`` (from ``tune.grid_search`` over whole configs).
+    ``data``: every task's tokenized splits, prepared once by the driver and shared through
+    the object store (``tune.with_parameters``); without it each trial reads the disk cache.
     """
     config = {**config, **config.get("trial", {})}
     from trainables.cli import setup_logging
@@ -89,7 +105,9 @@ def multitask_trainable(config: dict[str, Any]) -> None:
     torch.set_num_threads(max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1))))
 
     tokenizer = load_tokenizer(base.encoder)
-    data = prepare_data(base, tokenizer)  # tokenized once per study: on-disk cache shared by trials
+    if data is None or not set(base.tasks) <= set(data):
+        data = prepare_data(base, tokenizer)  # on-disk cache: tokenized once per node
+    data = {spec: data[spec] for spec in base.tasks}
     trainers = [Trainer(base.with_(seed=s), data, tokenizer) for s in seeds]
 
     checkpoint = tune.get_checkpoint()
@@ -100,10 +118,17 @@ def multitask_trainable(config: dict[str, Any]) -> None:
                 trainer.load(Path(directory) / f"seed-{seed}.pt")
         where["restored_from_epoch"] = trainers[0].epoch
         logger.info("resumed %s from its epoch-%d checkpoint on %s", config.get("key", ""), trainers[0].epoch,
-                    where["node_hostname"])
+                    where["hostname"])
 
     while trainers[0].epoch < base.epochs:
-        per_seed = [trainer.run_epoch() for trainer in trainers]
+        epoch = trainers[0].epoch + 1
+        try:
+            per_seed = [trainer.run_epoch() for trainer in trainers]
+        except DivergedError as exc:
+            reason = f"DivergedError: {exc}"
+            logger.error("%s diverged: %s", config.get("key", ""), reason)
+            tune.report({**diverged_result(config.get("metric", "objective"), epoch, reason), **where})
+            return
         metrics: dict[str, Any] = aggregate(per_seed, seeds)
         metrics.update(epoch=trainers[0].epoch, **where)
         with tempfile.TemporaryDirectory() as directory:

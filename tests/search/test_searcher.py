@@ -67,3 +67,26 @@ def test_suggestion_carries_canonical_train_config():
     out = s.suggest("a")
     cfg = TrainConfig.from_dict(out["train"])
     assert cfg.tasks == ("semeval",) and cfg.epochs == 3 and out["label"].startswith("semeval single")
+
+
+@pytest.mark.parametrize("outcome", ["complete", "pruned", "failed", "diverged"])
+def test_repeat_of_a_finished_trial_gets_its_outcome_at_once(outcome):
+    single_square = {**baseline_choices(STUDY), "schema": "square"}
+    s = searcher(points=[baseline_choices(STUDY), single_square])
+    s.suggest("a")
+    s.on_trial_result("a", {OBJ: 0.6, "training_iteration": 1, "epoch": 1})
+    final = {
+        "complete": ({OBJ: 0.7, "epoch": 3, "training_iteration": 3}, False),
+        "pruned": ({OBJ: 0.6, "epoch": 1, "training_iteration": 1}, False),
+        "failed": (None, True),
+        "diverged": ({OBJ: float("nan"), "epoch": 2, "training_iteration": 2, "diverged": 1.0}, False),
+    }[outcome]
+    s.on_trial_complete("a", *final)
+    s.suggest("b")  # the repeat is answered from "a" before "b" gets a new config
+    expected = {"complete": TrialState.COMPLETE, "pruned": TrialState.PRUNED}.get(outcome, TrialState.FAIL)
+    trials = s._ot_study.get_trials()
+    assert [t.state for t in trials[:2]] == [expected, expected] and s.duplicates == 1
+    assert trials[1].user_attrs["duplicate_of"] == s.key_of["a"]
+    assert trials[1].intermediate_values == {1: pytest.approx(0.6)}
+    if outcome == "complete":
+        assert trials[1].value == pytest.approx(0.7)

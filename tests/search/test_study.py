@@ -21,7 +21,7 @@ def study_args(tmp: Path, model: Path, *extra: str) -> list[str]:
         "--seeds", "2", "--epochs", "3", "--grace-period", "1", "--reduction-factor", "2",
         "--metric", "train/loss", "--mode", "min",  # continuous, so ASHA has something to cut
         "--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--optuna-storage", f"sqlite:///{tmp}/optuna.db",
-        "--storage", str(tmp / "ray"), "--max-concurrent", "1", *extra,
+        "--storage", str(tmp / "ray"), *extra,
     ]
 
 
@@ -46,8 +46,9 @@ def optuna_trials(tmp: Path):
 
 @pytest.mark.slow
 def test_tiny_study_end_to_end(tmp_path, tiny_bert):
-    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "4"), cwd=tmp_path, env=env(),
-                       capture_output=True, text=True, timeout=600)
+    # two at a time: the baseline may reach a rung after a better trial, and must still not be stopped
+    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2"), cwd=tmp_path,
+                       env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert r.stdout.count("[trial ") == 4  # one line per finished trial
 
@@ -67,7 +68,9 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
                 "semeval/dev/acc_4way/mean", "sampling/p/semeval/mean"} <= set(metrics)
         history = client.get_metric_history(child.info.run_id, "train/loss/mean")
         assert [m.step for m in history] == list(range(1, int(tags["epochs_trained"]) + 1))
-    assert sum(c.data.tags.get("baseline") == "true" for c in children) == 1
+    (baseline,) = [c for c in children if c.data.tags.get("baseline") == "true"]
+    assert baseline.data.tags["status"] == "completed"
+    assert client.get_run(parent.info.run_id).info.status == "FINISHED"
 
     # ASHA's stops reach Optuna as PRUNED, finished trials as COMPLETE
     status = {c.data.tags["canonical_key"]: c.data.tags["status"] for c in children}
@@ -76,14 +79,22 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
     assert by_key == {k: TrialState.PRUNED if s == "pruned" else TrialState.COMPLETE for k, s in status.items()}
     assert list(status.values()).count("pruned") >= 1, "ASHA pruned nothing: the test would prove nothing"
 
-    report = next((tmp_path / "results" / "absa").iterdir()) / "report.md"
-    text = report.read_text()
+    folder = next((tmp_path / "results" / "absa").iterdir())
+    text = (folder / "report.md").read_text()
     assert "**baseline**" in text and "SOTA (thesis Table 3.4)" in text
+    import pandas as pd
+
+    table = pd.read_csv(folder / "report.csv")
+    base_row = table[table.source == "baseline"].iloc[0]
+    assert base_row.delta_abs == 0 and base_row["delta_rel_%"] == 0
+    searched = table[table.source == "search"]
+    assert (searched.objective_mean - base_row.objective_mean).round(9).tolist() == searched.delta_abs.round(9).tolist()
+    assert len(pd.read_csv(folder / "trials.csv")) == 4
 
 
 @pytest.mark.slow
 def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert):
-    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable", "--no-report")
+    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable", "--no-report", "--max-concurrent", "1")
     proc = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     seen = []
@@ -98,16 +109,25 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     _, _, before = runs(tmp_path)
     assert 1 <= sum(c.data.tags["status"] != "running" for c in before) < 3
 
+    # a new study may not take the interrupted one's name
+    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable"),
+                       cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "error: --name resumable: a study of that name exists" in r.stderr, r.stderr[-2000:]
+
     r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable"),
                        cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    _, parents, children = runs(tmp_path)
+    client, parents, children = runs(tmp_path)
     assert len(parents) == 1
     trial_ids = [c.data.tags["trial_id"] for c in children]
     assert len(trial_ids) == len(set(trial_ids)) == 3  # nothing lost, nothing twice
     assert all(c.data.tags["status"] in ("completed", "pruned") for c in children)
-    finished = [t for t in optuna_trials(tmp_path) if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    assert len(finished) == 3
+    for child in children:  # every epoch logged once, in order, across the interruption
+        steps = [m.step for m in client.get_metric_history(child.info.run_id, "train/loss/mean")]
+        assert steps == list(range(1, int(child.data.tags["epochs_trained"]) + 1)), steps
+    states = [t.state for t in optuna_trials(tmp_path)]
+    assert states.count(TrialState.COMPLETE) + states.count(TrialState.PRUNED) == 3
+    assert TrialState.RUNNING not in states
 
 
 def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):

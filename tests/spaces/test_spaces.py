@@ -43,6 +43,30 @@ def test_equal_weights_make_every_exponent_uniform():
     assert canonical_key(seq) != canonical_key(equal)
 
 
+def test_anneal_over_one_epoch_is_prop():
+    one = BASE.with_(epochs=1)
+    anneal = canonical_key(apply_choices(one, point(("sst2",), "anneal", anneal_c=0.7), ABSA))
+    assert anneal == canonical_key(apply_choices(one, point(("sst2",), "prop"), ABSA))
+    assert key(("sst2",), "anneal", anneal_c=0.7) != key(("sst2",), "prop")  # two epochs: a(1) = 0.65
+
+
+def test_weights_count_relative_to_each_other():
+    tasks = ("semeval", "sst2", "pos")
+    implicit = TrainConfig(tasks=tasks, primary="semeval", sampling=SamplingConfig(schema="sqrt"))
+    spelled = TrainConfig(tasks=tasks, primary="semeval",
+                          sampling=SamplingConfig(schema="sqrt", weights=(("semeval", 4.0), ("sst2", 2.0), ("pos", 2.0))))
+    scaled = TrainConfig(tasks=tasks, primary="semeval",
+                         sampling=SamplingConfig(schema="sqrt", weights=(("semeval", 8.0), ("sst2", 4.0), ("pos", 4.0))))
+    other = TrainConfig(tasks=tasks, primary="semeval",
+                        sampling=SamplingConfig(schema="sqrt", weights=(("pos", 1.0),)))
+    assert canonical_key(implicit) == canonical_key(spelled) == canonical_key(scaled) != canonical_key(other)
+    # and the canonical config trains with the same distribution
+    from trainables.sampling import make_sampler
+
+    p = [make_sampler(c.sampling, c.task_weights(), 2, 0).probabilities(0) for c in (implicit, canonical(scaled))]
+    assert p[0] == pytest.approx(p[1])
+
+
 def test_key_ignores_seed_but_not_training_fields():
     c = apply_choices(BASE, point(("pos",), "sqrt"), ABSA)
     assert canonical_key(c) == canonical_key(c.with_(seed=7, data_dir="/elsewhere"))

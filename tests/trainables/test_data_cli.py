@@ -1,4 +1,5 @@
 import csv
+import hashlib
 import json
 import subprocess
 import sys
@@ -22,6 +23,26 @@ def test_export_semeval_test_is_the_published_qa_b(tmp_path, data_dir):
     assert len(rows) == 20000
     assert rows[0]["text_a"] == "the polarity of the aspect price is positive ."
     assert rows[0]["text_b"] == "The bread is top notch as well." and rows[0]["label"] == "0"
+    assert (rows[-1]["id"], rows[-1]["text_a"], rows[-1]["text_b"], rows[-1]["label"]) == (
+        "11351628#404492#3/service/none", "the polarity of the aspect service is none .",
+        "Creamy appetizers--taramasalata, eggplant salad, and Greek yogurt (with cuccumber, dill, and garlic) "
+        "taste excellent when on warm pitas.", "1")
+    # every row, in order: equal to Sun et al.'s NLI_M -> QA_B scripts run on the XML (text right-stripped)
+    digest = hashlib.sha1("".join(f"{r['text_a']}\t{r['text_b']}\t{r['label']}\n" for r in rows).encode())
+    assert digest.hexdigest() == "a635186e2e12709694155ab3c3135382982d42d9"
+
+
+def test_export_sentihood_test_is_the_published_qa_b(tmp_path, data_dir):
+    out = tmp_path / "sentihood_test.csv"
+    r = cli("trainables.data", "export", "sentihood", "--split", "test", "--out", str(out), "--data-dir", str(data_dir))
+    assert r.returncode == 0, r.stderr
+    with out.open(newline="") as f:
+        ours = list(csv.DictReader(f))
+    with (data_dir / "sentihood" / "bert-pair" / "test_QA_B.tsv").open(newline="") as f:
+        published = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    assert len(ours) == len(published) == 22548
+    assert [(r["id"].split("/")[0], r["text_a"], r["text_b"], r["label"]) for r in ours] == [
+        (r["id"], r["sentence2"], r["sentence1"], r["label"]) for r in published]
 
 
 def test_export_then_evaluate_round_trip(tmp_path, data_dir):
@@ -158,3 +179,46 @@ def test_download_checks_blobs_and_fails_in_one_line_offline(tmp_path, data_dir,
     assert exit_.value.code == 2 and err.count("\n") == 1
     assert err.startswith("error: cannot fetch https://raw.githubusercontent.com/") and "no network" in err
     assert not list(tmp_path.iterdir())  # nothing half-written
+
+
+def test_train_bad_arguments_fail_with_one_line():
+    one_line_error(cli("trainables.train"), "required: --tasks", "python -m trainables.train --help")
+    one_line_error(cli("trainables.train", "--tasks", "sst2", "--epochs", "two"), "--epochs", "invalid int value: 'two'")
+    one_line_error(cli("trainables.train", "--tasks", "sst2", "--sampling", "cubic"), "invalid choice: 'cubic'")
+
+
+@pytest.mark.parametrize("value,shown", [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("1.5", "1.5"), ("-0.1", "-0.1")])
+def test_evaluate_rejects_non_finite_and_out_of_range_values(tmp_path, data_dir, value, shown):
+    p1 = np.full(872, 0.5)
+    lines = [f"{x:.2f}" for x in p1]
+    lines[9] = value
+    (tmp_path / "p.txt").write_text("\n".join(lines) + "\n")
+    r = cli("trainables.evaluate", "sst2", "--split", "test", "--predictions", str(tmp_path / "p.txt"))
+    one_line_error(r, f"p.txt:10: value {shown}, expected a finite probability in [0, 1]")
+    # the same inside a row of class probabilities
+    (tmp_path / "q.txt").write_text("0.5 0.5\n" * 3 + f"0.5 {value}\n" + "0.5 0.5\n" * 868)
+    r = cli("trainables.evaluate", "sst2", "--split", "test", "--predictions", str(tmp_path / "q.txt"))
+    one_line_error(r, f"q.txt:4: value {shown}, expected a finite probability in [0, 1]")
+
+
+def test_evaluate_metric_shape_errors_are_one_line(tmp_path, data_dir, monkeypatch):
+    # a Sentihood file whose rows do not form runs of 4 aspects fails on read, naming the line ...
+    root = tmp_path / "data"
+    (root / "sentihood" / "bert-pair").mkdir(parents=True)
+    (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text("id\tsentence1\tsentence2\tlabel\n" + "".join(
+        f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety")))
+    (tmp_path / "p.txt").write_text("0.9\n0.05\n0.05\n" * 3)
+    r = cli("trainables.evaluate", "sentihood", "--split", "dev", "--predictions", str(tmp_path / "p.txt"),
+            "--data-dir", str(root))
+    one_line_error(r, "dev_NLI_M.tsv: ends inside the run of id 0 location - 1 begun on line 2")
+    # ... and any shape error a task's metrics still raise becomes a DataError naming the predictions
+    from trainables.evaluate import evaluate
+    from trainables.tasks.sst2 import SST2
+
+    def broken(self, probs, examples):
+        raise ValueError("7 aspect rows do not split into groups of 4")
+
+    monkeypatch.setattr(SST2, "metrics", broken)
+    np.savetxt(tmp_path / "s.txt", np.full(872, 0.5))
+    with pytest.raises(DataError, match=r"s.txt: cannot score sst2 test: 7 aspect rows do not split into groups of 4"):
+        evaluate(get_task("sst2", data_dir), "test", tmp_path / "s.txt")

@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 
@@ -6,7 +7,7 @@ import pytest
 import torch
 
 from trainables.batching import IGNORE, Padding, collate, encode, limit_rows
-from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
+from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.loop import DivergedError, Trainer, prepare_data, train
 from trainables.model import load_tokenizer, summarize
 from trainables.tasks import get_task
@@ -82,14 +83,18 @@ def test_xlnet_left_padding_and_last_token_summary(tiny_xlnet):
     assert 0.0 <= metrics["semeval/dev/acc_4way"] <= 1.0 and 0.0 <= metrics["pos/dev/token_acc"] <= 1.0
 
 
-def test_summaries_pick_the_right_positions():
+@pytest.mark.parametrize("how,right_padded,left_padded", [
+    # hidden value = position; row 0 has 2 real tokens, row 1 has 4 (no padding)
+    ("first", [0, 4], [2, 4]),  # left padding: the first *real* token, not the pad at 0
+    ("last", [1, 7], [3, 7]),
+    ("mean", [0.5, 5.5], [2.5, 5.5]),
+])
+def test_summaries_pick_the_right_positions(how, right_padded, left_padded):
     hidden = torch.arange(2 * 4 * 1, dtype=torch.float32).reshape(2, 4, 1)  # (B, T, H)
     right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
     left = torch.tensor([[0, 0, 1, 1], [1, 1, 1, 1]])
-    assert summarize(hidden, right, "first").flatten().tolist() == [0, 4]
-    assert summarize(hidden, right, "last").flatten().tolist() == [1, 7]
-    assert summarize(hidden, left, "last").flatten().tolist() == [3, 7]
-    assert summarize(hidden, right, "mean").flatten().tolist() == [0.5, 5.5]
+    assert summarize(hidden, right, how).flatten().tolist() == right_padded
+    assert summarize(hidden, left, how).flatten().tolist() == left_padded
 
 
 def test_dynamic_padding_and_first_subtoken_labels(tiny_bert, data_dir):
@@ -150,3 +155,60 @@ def test_train_cli_bad_input_is_one_line(tmp_path):
                         "--metrics-out", str(tmp_path / "m.json")], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip() == "error: primary task 'pos' is not among tasks semeval,sst2"
     assert not (tmp_path / "m.json").exists()
+
+
+def csv_task(root, name: str, pairs: bool) -> str:
+    """A ``csv:`` spec (its path holds dots) for a small two-class task, with or without text_b."""
+    words = ["good", "great", "fine", "bad", "awful", "poor"]
+    rows = ["id,text_a,text_b,label" if pairs else "id,text_a,label"]
+    for i in range(48):
+        w = words[i % 6]
+        b = "" if i % 5 == 0 else f"the {w} one"  # some empty text_b cells
+        rows.append(f"{i},a {w} film,{b},{'pos' if i % 6 < 3 else 'neg'}" if pairs else
+                    f"{i},a {w} film,{'pos' if i % 6 < 3 else 'neg'}")
+    (root / f"{name}.v1.csv").write_text("\n".join(rows) + "\n")
+    config = root / f"{name}.task.json"
+    config.write_text(json.dumps({"name": name, "labels": ["neg", "pos"], "train": f"{name}.v1.csv",
+                                  "dev": f"{name}.v1.csv", "test": f"{name}.v1.csv"}))
+    return f"csv:{config}"
+
+
+def test_csv_tasks_train_through_the_loop(tiny_bert, tmp_path):
+    single, pairs = csv_task(tmp_path, "reviews", False), csv_task(tmp_path, "pairs", True)
+    config = tiny_config(tiny_bert, tasks=(single, pairs), primary=single, epochs=2, max_train_examples=None)
+    trainer = Trainer(config)
+    assert set(trainer.model.heads) == {single.replace(".", "%2E"), pairs.replace(".", "%2E")}
+    # every pairs row is encoded as a pair (two [SEP]s), the empty text_b ones included
+    sep = load_tokenizer(config.encoder).sep_token_id
+    train = trainer.data[pairs].train
+    assert all((train.ids[s:e] == sep).sum() == 2 for s, e in zip(train.offsets[:-1], train.offsets[1:]))
+    first = trainer.run_epoch()
+    assert {"reviews/dev/acc", "pairs/dev/acc", "sampling/p/reviews", "sampling/p/pairs"} <= set(first)
+    trainer.save(tmp_path / "ckpt.pt")  # the escaped head keys round-trip through a checkpoint
+    resumed = Trainer(config)
+    resumed.load(tmp_path / "ckpt.pt")
+    assert strip_timing([resumed.run_epoch()]) == strip_timing([trainer.run_epoch()])
+
+
+def test_rows_mixing_pairs_and_single_texts_are_refused(tiny_bert):
+    from trainables.tasks import Example
+
+    tokenizer = load_tokenizer(EncoderConfig(model=str(tiny_bert)))
+    rows = [Example("a", "good", "film", 1), Example("b", "bad", None, 0)]
+    with pytest.raises(ValueError, match=r"1 of 2 rows have a text_b but row 'b' has none"):
+        encode(rows, "sequence", tokenizer, 32)
+
+
+def test_two_tasks_with_one_name_are_refused(tiny_bert, tmp_path):
+    tokenizer = load_tokenizer(EncoderConfig(model=str(tiny_bert)))
+    config = tiny_config(tiny_bert, tasks=("semeval", "semeval:NLI_M"))
+    with pytest.raises(ConfigError, match=r"tasks 'semeval' and 'semeval:NLI_M' are both named 'semeval'"):
+        prepare_data(config, tokenizer)
+    (tmp_path / "other").mkdir()
+    a, b = csv_task(tmp_path, "same", False), csv_task(tmp_path / "other", "same", True)
+    with pytest.raises(ConfigError, match=r"are both named 'same'.*expected one task per name"):
+        prepare_data(tiny_config(tiny_bert, tasks=(a, b), primary=a), tokenizer)
+    r = subprocess.run([sys.executable, "-m", "trainables.train", "--tasks", "sst2,semeval,semeval:QA_M",
+                        "--model", str(tiny_bert)], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert r.stderr.startswith("error: tasks 'semeval' and 'semeval:QA_M' are both named 'semeval'")

@@ -99,13 +99,30 @@ def test_sentihood_auc_and_sentiment_accuracy():
 
 
 def test_sentihood_sentiment_auc_per_aspect_then_mean():
-    # aspect 0 perfectly ranked; aspect 1 inverted; aspects 2, 3 have no sentiment rows
-    gold = np.array([1, 1, 0, 0, 2, 2, 0, 0])
-    score = np.array([
-        [0.0, 0.9, 0.1], [0.0, 0.1, 0.9], [1, 0, 0], [1, 0, 0],
-        [0.0, 0.2, 0.8], [0.0, 0.8, 0.2], [1, 0, 0], [1, 0, 0],
-    ])
-    assert m.sentihood_metrics(score, gold)["sentiment_auc"] == pytest.approx(0.5)
+    # 2 groups; every aspect has a Positive and a Negative row. P(Negative | sentiment):
+    # general ranked right (1), price inverted (0), safety tied (0.5), transit right (1)
+    gold = np.array([1, 1, 1, 2, 2, 2, 2, 1])
+    s_neg = np.array([0.1, 0.9, 0.5, 0.8, 0.9, 0.1, 0.5, 0.2])
+    score = np.column_stack([np.zeros(8), 1 - s_neg, s_neg])
+    assert m.sentihood_metrics(score, gold)["sentiment_auc"] == pytest.approx((1 + 0 + 0.5 + 1) / 4)
+
+
+def test_sentihood_macro_auc_is_nan_when_one_aspect_has_one_class():
+    """Sun et al. average roc_auc_score over all 4 aspects, which fails on a one-class aspect:
+    the macro value is NaN, not the mean of the other three."""
+    def scores(gold):
+        return m.sentihood_metrics(one_hot(gold, 3), gold)  # perfect predictions: every defined AUC is 1
+
+    # 3 (sentence, location) groups of (general, price, safety, transit); transit always None
+    gold = np.array([1, 0, 2, 0, 0, 1, 0, 0, 2, 2, 1, 0])
+    out = scores(gold)
+    assert math.isnan(out["aspect_auc"]) and math.isnan(out["sentiment_auc"])  # the old code gave 1.0
+    gold[11] = 1  # transit: None twice, Positive once
+    out = scores(gold)
+    assert out["aspect_auc"] == 1.0 and math.isnan(out["sentiment_auc"])  # transit sentiments: one class
+    gold[7] = 2  # transit: a Negative too
+    out = scores(gold)
+    assert out["aspect_auc"] == 1.0 and out["sentiment_auc"] == 1.0
 
 
 def test_single_class_auc_is_nan_not_an_error():

@@ -140,8 +140,9 @@ def test_semeval_other_constructions(data_dir):
     assert [(r.text_a, r.label) for r in first["NLI_M"][:3]] == [("price", 4), ("anecdotes", 4), ("food", 0)]
     assert first["NLI_M"][0].text_b == "The bread is top notch as well."
     assert first["QA_M"][0].text_a == "what do you think of the price of it ?"
+    # Sun et al.'s generate_semeval_NLI_B_QA_B.py: label + " - " + aspect
     assert [(r.text_a, r.label) for r in first["NLI_B"][3:6]] == [
-        ("price - conflict", 0), ("price - none", 1), ("anecdotes - positive", 0)]
+        ("conflict - price", 0), ("none - price", 1), ("positive - anecdotes", 0)]
     assert get_task("semeval:QA_M", data_dir).group_size == 5 and get_task("semeval:NLI_B", data_dir).group_size == 25
 
 
@@ -149,8 +150,15 @@ def test_sentihood_other_constructions_and_train(data_dir):
     nli = get_task("sentihood:NLI_M", data_dir).examples("dev")
     assert (nli[0].text_a, nli[0].text_b, nli[0].label) == ("location - 1 - general", "i stayed in location - 1 and loved the area", 1)
     assert nli[3].text_a == "location - 1 - transit location"
-    assert get_task("sentihood:QA_M", data_dir).examples("dev")[1].text_a == "what do you think of the price of location - 1 - ?"
-    assert get_task("sentihood:NLI_B", data_dir).examples("dev")[1].text_a == "location - 1 - general - Positive"
+    # Sun et al.'s generate_sentihood_QA_M.py and generate_sentihood_NLI_B_QA_B.py
+    qa_m = get_task("sentihood:QA_M", data_dir).examples("dev")
+    assert [r.text_a for r in qa_m[1:4]] == ["what do you think of the price of location - 1 ?",
+                                            "what do you think of the safety of location - 1 ?",
+                                            "what do you think of the transit location of location - 1 ?"]
+    nli_b = get_task("sentihood:NLI_B", data_dir).examples("dev")
+    assert [r.text_a for r in nli_b[:3]] == [
+        "None - location - 1 - general", "Positive - location - 1 - general", "Negative - location - 1 - general"]
+    assert nli_b[-1].text_a == "Negative - location - 2 - transit location"
     task = get_task("sentihood", data_dir)
     train = task.examples("train")
     assert len(train) == 3 * 15008 and task.group_size == 12
@@ -202,9 +210,23 @@ def test_unknown_task_name(data_dir):
     assert "semeval" in task_names()
 
 
-def test_missing_dataset_names_files_and_source(tmp_path):
-    with pytest.raises(DataError, match=r"missing dataset file .*Restaurants_Train.xml.*MTL_DATA_DIR.*github"):
+def test_missing_dataset_names_files_and_source(tmp_path, data_dir):
+    with pytest.raises(DataError, match=r"missing dataset file.*Restaurants_Train.xml.*MTL_DATA_DIR.*github") as err:
         get_task("semeval", tmp_path).examples("train")
+    assert "Restaurants_Test_Gold.xml" in str(err.value) and "\n" not in str(err.value)
+    # every file the task reads is named, and each missing one, not only the first
+    broken_root(tmp_path, data_dir, "sentihood/bert-pair/dev_NLI_M.tsv")  # dev is there; train and test are not
+    with pytest.raises(DataError) as err:
+        get_task("sentihood", tmp_path).examples("test")
+    message = str(err.value)
+    assert message.startswith("sentihood: missing dataset file(s) sentihood/bert-pair/train_NLI_M.tsv, "
+                              "sentihood/bert-pair/test_NLI_M.tsv under data root")
+    assert "expected sentihood/bert-pair/train_NLI_M.tsv, sentihood/bert-pair/dev_NLI_M.tsv, " in message
+    assert "github.com/Drdajie/QA-B" in message
+    for name, files in (("pos", ("train.txt", "valid.txt", "test.txt")), ("sst2", ("train.tsv", "dev.tsv"))):
+        with pytest.raises(DataError) as err:
+            get_task(name, tmp_path).examples("test")
+        assert all(f in str(err.value) for f in files), str(err.value)
 
 
 def test_malformed_xml(tmp_path, data_dir):
@@ -334,3 +356,65 @@ def test_unknown_split_protocol_and_option(data_dir):
         get_task("sst2", data_dir, "loose")
     with pytest.raises(DataError, match=r"task 'pos' takes no option"):
         get_task("pos:QA_B", data_dir)
+
+
+def nli_m(rows: list[tuple[str, str, str]]) -> str:
+    """A Sentihood NLI_M file from (id, target, label) rows."""
+    return "id\tsentence1\tsentence2\tlabel\n" + "".join(f"{i}\ta b\t{t}\t{y}\n" for i, t, y in rows)
+
+
+ASPECTS4 = ("general", "price", "safety", "transit location")
+
+
+@pytest.mark.parametrize("rows,error", [
+    # aspects out of order: the metrics would pair each score with the wrong aspect
+    ([("0", f"location - 1 - {a}", "None") for a in ("general", "safety", "price", "transit location")],
+     r"dev_NLI_M.tsv:3: aspect 'safety' of id 0 location - 1, expected 'price'"),
+    # a run that switches sentence half way
+    ([("0", "location - 1 - general", "None"), ("0", "location - 1 - price", "None"),
+      ("1", "location - 1 - safety", "None"), ("1", "location - 1 - transit location", "None")],
+     r"dev_NLI_M.tsv:4: id 1 location - 1 - safety, expected id 0 location - 1 - safety .*began on line 2"),
+    # ... or location
+    ([("0", f"location - {k} - {a}", "None") for k, a in zip("1112", ASPECTS4)],
+     r"dev_NLI_M.tsv:5: id 0 location - 2 - transit location, expected id 0 location - 1 - transit location"),
+    # a file that stops inside a run
+    ([("0", f"location - 1 - {a}", "None") for a in ASPECTS4] + [("1", "location - 1 - general", "None")],
+     r"dev_NLI_M.tsv: ends inside the run of id 1 location - 1 begun on line 6, expected runs of 4 rows"),
+])
+def test_sentihood_rows_must_come_in_runs_of_four_aspects(tmp_path, data_dir, rows, error):
+    root = broken_root(tmp_path, data_dir, "sentihood/bert-pair/dev_NLI_M.tsv", nli_m(rows))
+    with pytest.raises(DataError, match=error):
+        get_task("sentihood:NLI_M", root).examples("dev")
+
+
+def test_sentihood_well_formed_runs_read(tmp_path, data_dir):
+    rows = [(i, f"location - {k} - {a}", "None") for i, k in (("0", "1"), ("0", "2"), ("1", "1")) for a in ASPECTS4]
+    root = broken_root(tmp_path, data_dir, "sentihood/bert-pair/dev_NLI_M.tsv", nli_m(rows))
+    assert len(get_task("sentihood", root).examples("dev")) == 12 * 3
+
+
+def test_semeval_sentence_without_categories(tmp_path, data_dir):
+    rel = "semeval2014/raw/Restaurants_Test_Gold.xml"
+    ok = '<sentence id="1"><text>ok</text><aspectCategories><aspectCategory category="food" polarity="positive"/></aspectCategories></sentence>'
+    for missing in ('<sentence id="2:7"><text>no categories</text></sentence>',
+                    '<sentence id="2:7"><text>empty</text><aspectCategories></aspectCategories></sentence>'):
+        root = broken_root(tmp_path, data_dir, rel, f"<sentences>{ok}{missing}</sentences>")
+        with pytest.raises(DataError, match=r"Restaurants_Test_Gold.xml: sentence 2:7: no <aspectCategories>"):
+            get_task("semeval", root).examples("test")
+
+
+def test_csv_text_b_is_kept_for_every_row(tmp_path):
+    """An empty text_b cell is an empty second text, never a reason to drop the other rows' text_b."""
+    (tmp_path / "pairs.csv").write_text("id,text_a,text_b,label\n1,good film,loved it,pos\n2,bad film,,neg\n")
+    (tmp_path / "single.csv").write_text("id,text_a,label\n1,good film,pos\n")
+    for name in ("pairs", "single"):
+        (tmp_path / f"{name}.json").write_text(json.dumps(
+            {"name": name, "labels": ["neg", "pos"], "train": f"{name}.csv", "dev": f"{name}.csv", "test": f"{name}.csv"}))
+    pairs = get_task(f"csv:{tmp_path / 'pairs.json'}", tmp_path).examples("train")
+    assert [r.text_b for r in pairs] == ["loved it", ""]
+    assert [r.text_b for r in get_task(f"csv:{tmp_path / 'single.json'}", tmp_path).examples("train")] == [None]
+    (tmp_path / "tags.csv").write_text("id,text_a,text_b,label\n1,the cat,,a b\n2,a dog,extra,a b\n")
+    (tmp_path / "tags.json").write_text(json.dumps(
+        {"name": "t", "kind": "tagging", "labels": ["a", "b"], "train": "tags.csv", "dev": "tags.csv", "test": "tags.csv"}))
+    with pytest.raises(DataError, match=r"tags.csv:3: text_b 'extra' in a tagging task, expected it empty"):
+        get_task(f"csv:{tmp_path / 'tags.json'}", tmp_path).examples("train")

@@ -88,18 +88,24 @@ class Task(abc.ABC):
         """Score ``probs`` (rows x classes, model order) against ``examples``' labels."""
 
     def path(self, *parts: str) -> Path:
-        """A file under the data root, or a :class:`DataError` naming it and the public source."""
+        """A file under the data root, or a :class:`DataError` naming every missing file of
+        the task (not just this one), all it expects and where the public copies live."""
         p = self.data_dir.joinpath(*parts)
         if not p.is_file():
+            expected = list(self.files) or ["/".join(parts)]
+            missing = [f for f in expected if not (self.data_dir / f).is_file()] or ["/".join(parts)]
             raise DataError(
-                f"{self.name}: missing dataset file {p} (data root {self.data_dir}; "
-                f"set --data-dir or MTL_DATA_DIR; public copy: {self.source})"
+                f"{self.name}: missing dataset file(s) {', '.join(missing)} under data root {self.data_dir} "
+                f"(expected {', '.join(expected)}; set --data-dir or MTL_DATA_DIR, or run "
+                f"python -m trainables.data download; public copies: {self.source})"
             )
         if p.stat().st_size == 0:
             raise DataError(f"{p}: empty file, expected {self.name} data")
         return p
 
     source: ClassVar[str] = "see README"
+    # Every file the task reads, relative to the data root (named all at once when any is missing).
+    files: ClassVar[tuple[str, ...]] = ()
 
 
 TaskFactory = Callable[..., Task]

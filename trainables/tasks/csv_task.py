@@ -3,7 +3,10 @@
 Config: ``{"name": "mytask", "kind": "sequence" | "tagging", "labels": [...],
 "train": "train.csv", "dev": "dev.csv", "test": "test.csv"}`` (paths relative to
 the JSON file). CSV header ``id,text_a[,text_b],label``; for tagging, ``text_a``
-holds space-separated words and ``label`` as many space-separated tags.
+holds space-separated words and ``label`` as many space-separated tags. With a
+``text_b`` column every row is a pair, an empty cell an empty second text; without
+it, or with that column empty on every row, every row is a single text. Tagging rows take no text_b (an empty column is fine:
+exports write one).
 """
 
 from __future__ import annotations
@@ -63,13 +66,19 @@ class CSVTask(Task):
                 words, tags = row["text_a"].split(), row["label"].split()
                 if len(words) != len(tags) or not words:
                     raise DataError(f"{where}: {len(words)} words but {len(tags)} labels, expected as many")
+                if row.get("text_b"):
+                    raise DataError(f"{where}: text_b {row['text_b']!r} in a tagging task, expected it empty")
                 label: int | tuple[int, ...] = tuple(label_index(t, self.labels, where) for t in tags)
-                text_a = " ".join(words)
+                text_a, text_b = " ".join(words), None
             else:
-                label, text_a = label_index(row["label"], self.labels, where), row["text_a"]
-            out.append(Example(row["id"], text_a, row.get("text_b") or None, label))
+                # a text_b column makes every row a pair ("" where the cell is empty), so no
+                # row's text_b is dropped because another row lacks one
+                label, text_a, text_b = label_index(row["label"], self.labels, where), row["text_a"], row.get("text_b")
+            out.append(Example(row["id"], text_a, text_b, label))
         if not out:
             raise DataError(f"{path}: no rows, expected CSV id,text_a[,text_b],label")
+        if all(ex.text_b == "" for ex in out):  # an all-empty column (as exports of sst2 write): single texts
+            out = [Example(ex.id, ex.text_a, None, ex.label) for ex in out]
         return out
 
     def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:

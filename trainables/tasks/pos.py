@@ -62,6 +62,7 @@ class PoS(Task):
     labels = TAGS
     primary_metric = "token_acc"
     source = "https://github.com/kamalkraj/BERT-NER (data/)"
+    files = tuple(f"conll2003/{name}" for name in FILES.values())
 
     def examples(self, split: str) -> list[Example]:
         if split not in FILES:

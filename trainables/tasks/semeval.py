@@ -5,11 +5,12 @@ aspects price, anecdotes, food, ambience, service; per aspect the polarities
 positive, neutral, negative, conflict, none; ``text_a`` = ``the polarity of the
 aspect {aspect} is {polarity} .``, ``text_b`` = the sentence (trailing
 whitespace stripped), label 1 for the gold polarity (none if the aspect is
-absent). A category listed twice keeps its first polarity. Other
-constructions, as Sun et al.: ``NLI_B`` (``text_a`` = ``{aspect} -
-{polarity}``), and one 5-class row per aspect: ``NLI_M`` (``text_a`` = the
-aspect) and ``QA_M`` (``what do you think of the {aspect} of it ?``). Row ids:
-``{sentence id}/{aspect}[/{polarity}]``.
+absent). A category listed twice keeps its first polarity; a sentence without
+categories is an error (every SemEval-2014 sentence has at least one). Other
+constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_B`` (``text_a`` =
+``{polarity} - {aspect}``), and one 5-class row per aspect: ``NLI_M``
+(``text_a`` = the aspect) and ``QA_M`` (``what do you think of the {aspect} of
+it ?``). Row ids: ``{sentence id}/{aspect}[/{polarity}]``.
 
 Splits. ``holdout`` protocol: dev = the train sentences whose
 ``int(hashlib.sha1(id.encode()).hexdigest(), 16) % 10 == 0`` (293 of 3044,
@@ -50,8 +51,12 @@ def read_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
         text = node.findtext("text")
         if sid is None or text is None:
             raise DataError(f"{path}: sentence #{i + 1} lacks an id attribute or a <text> element")
+        categories = node.find("aspectCategories")
+        if categories is None or categories.find("aspectCategory") is None:
+            # otherwise every aspect would silently read as "none"
+            raise DataError(f"{path}: sentence {sid}: no <aspectCategories>/<aspectCategory>, expected at least one category")
         gold: dict[str, str] = {}
-        for cat in node.iter("aspectCategory"):
+        for cat in categories.iter("aspectCategory"):
             name, polarity = cat.get("category"), cat.get("polarity")
             if name not in CATEGORIES:
                 raise DataError(f"{path}: sentence {sid}: unknown category {name!r}, expected one of {', '.join(CATEGORIES)}")
@@ -69,6 +74,7 @@ class SemEval(Task):
     name = "semeval"
     primary_metric = "acc_4way"
     source = "https://github.com/HSLCY/ABSA-BERT-pair (data/semeval2014)"
+    files = tuple(f"semeval2014/raw/{name}" for name in FILES.values())
 
     def configure(self, option: str | None) -> None:
         self.construction = option or "QA_B"
@@ -100,7 +106,7 @@ class SemEval(Task):
                 for polarity in POLARITIES:
                     question = (
                         f"the polarity of the aspect {aspect} is {polarity} ." if self.construction == "QA_B"
-                        else f"{aspect} - {polarity}"
+                        else f"{polarity} - {aspect}"
                     )
                     out.append(Example(f"{sid}/{aspect}/{polarity}", question, text, int(polarity == truth)))
         return out

@@ -7,12 +7,15 @@ into 3 rows None, Positive, Negative: ``text_a`` = ``the polarity of the aspect
 {aspect} of location - {k} - is {polarity} .``, ``text_b`` = the review, label 1
 iff the polarity is the gold one. This reproduces the published
 ``{dev,test}_QA_B.tsv`` row for row (and rebuilds the unpublished train file).
-Other constructions, as Sun et al.: ``NLI_M`` (``text_a`` = ``location - {k} -
-{aspect}``, 3 classes), ``QA_M`` (``what do you think of the {aspect} of
-location - {k} - ?``), ``NLI_B`` (``location - {k} - {aspect} - {polarity}``).
-Splits are the official ones under both protocols (the dataset has its own dev
-set). Row ids: ``{NLI_M id}/{k}/{aspect}[/{polarity}]`` (the NLI_M id numbers
-the sentence within its split; aspect ``transit-location``).
+Other constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_M`` (``text_a``
+= ``location - {k} - {aspect}``, 3 classes), ``QA_M`` (``what do you think of the
+{aspect} of location - {k} ?``), ``NLI_B`` (``{polarity} - location - {k} -
+{aspect}``). Splits are the official ones under both protocols (the dataset has
+its own dev set). Row ids: ``{NLI_M id}/{k}/{aspect}[/{polarity}]`` (the NLI_M id
+numbers the sentence within its split; aspect ``transit-location``).
+
+The metrics group rows by position, so reading checks the published structure:
+runs of 4 rows with one id and location, aspects in the order of :data:`ASPECTS`.
 """
 
 from __future__ import annotations
@@ -30,13 +33,31 @@ ASPECTS = ("general", "price", "safety", "transit location")  # as written in th
 POLARITIES = ("None", "Positive", "Negative")
 CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
 TARGET = re.compile(r"^location - ([12]) - (general|price|safety|transit location)$")
+Row = tuple[str, str, str, str, int]  # (id, review, location k, aspect, gold index)
+
+
+def check_run(rows: list[Row], item: Row, where: str, start: int) -> None:
+    """Raise unless ``item`` continues the runs of 4 aspects per (id, location) in ``rows``."""
+    position = len(rows) % len(ASPECTS)
+    rid, _, k, aspect, _ = item
+    if position and (rid, k) != (rows[-1][0], rows[-1][2]):
+        raise DataError(
+            f"{where}: id {rid} location - {k} - {aspect}, expected id {rows[-1][0]} location - {rows[-1][2]} "
+            f"- {ASPECTS[position]} (runs of {len(ASPECTS)} aspects; this one began on line {start})"
+        )
+    if aspect != ASPECTS[position]:
+        raise DataError(
+            f"{where}: aspect {aspect!r} of id {rid} location - {k}, expected {ASPECTS[position]!r} "
+            f"(each (id, location) a run of {len(ASPECTS)} rows: {', '.join(ASPECTS)})"
+        )
 
 
 @register("sentihood")
 class Sentihood(Task):
     name = "sentihood"
     primary_metric = "strict_acc"
-    source = "https://github.com/HSLCY/ABSA-BERT-pair (data/sentihood)"
+    source = "https://github.com/Drdajie/QA-B (data/sentihood/bert-pair; made by HSLCY/ABSA-BERT-pair's generate/ scripts)"
+    files = tuple(f"sentihood/bert-pair/{split}_NLI_M.tsv" for split in ("train", "dev", "test"))
 
     def configure(self, option: str | None) -> None:
         self.construction = option or "QA_B"
@@ -46,12 +67,13 @@ class Sentihood(Task):
         self.labels = ("0", "1") if self.binary else POLARITIES
         self.group_size = 12 if self.binary else 4  # rows per (sentence, location)
 
-    def rows(self, split: str) -> list[tuple[str, str, str, str, int]]:
+    def rows(self, split: str) -> list[Row]:
         """``(id, review, location k, aspect, gold index)`` in published order."""
         if split not in ("train", "dev", "test"):
             raise DataError(f"sentihood: unknown split {split!r}, expected train, dev or test")
         path = self.path("sentihood", "bert-pair", f"{split}_NLI_M.tsv")
-        out = []
+        out: list[Row] = []
+        start = 0  # line of the current run's first row
         for line, row in read_rows(path, ("id", "sentence1", "sentence2", "label")):
             target = TARGET.match(row["sentence2"])
             if target is None:
@@ -59,9 +81,17 @@ class Sentihood(Task):
                     f"{path}:{line}: target {row['sentence2']!r}, expected 'location - 1|2 - general|price|safety|transit location'"
                 )
             gold = label_index(row["label"], POLARITIES, f"{path}:{line}")
-            out.append((row["id"], row["sentence1"], target.group(1), target.group(2), gold))
+            item = (row["id"], row["sentence1"], target.group(1), target.group(2), gold)
+            check_run(out, item, f"{path}:{line}", start)
+            start = line if len(out) % len(ASPECTS) == 0 else start
+            out.append(item)
         if not out:
             raise DataError(f"{path}: no rows, expected Sentihood NLI_M data")
+        if len(out) % len(ASPECTS):
+            raise DataError(
+                f"{path}: ends inside the run of id {out[-1][0]} location - {out[-1][2]} begun on line {start}, "
+                f"expected runs of {len(ASPECTS)} rows ({', '.join(ASPECTS)})"
+            )
         return out
 
     def examples(self, split: str) -> list[Example]:
@@ -71,12 +101,12 @@ class Sentihood(Task):
             if self.construction == "NLI_M":
                 out.append(Example(key, f"location - {k} - {aspect}", review, gold))
             elif self.construction == "QA_M":
-                out.append(Example(key, f"what do you think of the {aspect} of location - {k} - ?", review, gold))
+                out.append(Example(key, f"what do you think of the {aspect} of location - {k} ?", review, gold))
             else:
                 for i, polarity in enumerate(POLARITIES):
                     question = (
                         f"the polarity of the aspect {aspect} of location - {k} - is {polarity} ."
-                        if self.construction == "QA_B" else f"location - {k} - {aspect} - {polarity}"
+                        if self.construction == "QA_B" else f"{polarity} - location - {k} - {aspect}"
                     )
                     out.append(Example(f"{key}/{polarity}", question, review, int(i == gold)))
         return out

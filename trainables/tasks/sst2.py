@@ -24,7 +24,8 @@ class SST2(Task):
     name = "sst2"
     labels = ("0", "1")
     primary_metric = "acc"
-    source = "https://github.com/eyalbd2/Reproducing-AutoPrompt (glue_data/SST-2)"
+    source = "https://github.com/eyalbd2/Reproducing-AutoPrompt (glue_data/SST-2, train_full.tsv as train.tsv)"
+    files = ("sst2/train.tsv", "sst2/dev.tsv")
 
     def read(self, filename: str) -> list[Example]:
         path = self.path("sst2", filename)
