@@ -90,6 +90,20 @@ class CanonicalOptunaSearch(OptunaSearch):
         self._ot_study.tell(ot_trial, value if state == TrialState.COMPLETE else None, state=state)
         self._completed_trials.add(duplicate)
 
+    # -- restore --------------------------------------------------------------
+    def restore(self, checkpoint_path: str) -> None:
+        """Reload the searcher state Tune saved; fail Optuna trials asked for after that save.
+
+        A driver killed between two saves leaves such trials RUNNING in the Optuna storage
+        forever, while the restored searcher asks for new ones in their place.
+        """
+        super().restore(checkpoint_path)
+        known = {t.number for t in self._ot_trials.values()}
+        for trial in self._ot_study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+            if trial.number not in known:
+                self._ot_study.tell(trial.number, state=TrialState.FAIL)
+                logger.info("optuna trial %d was asked for after the last saved state: marked FAIL", trial.number)
+
     # -- results --------------------------------------------------------------
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         if result.get(DIVERGED):

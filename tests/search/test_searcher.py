@@ -90,3 +90,17 @@ def test_repeat_of_a_finished_trial_gets_its_outcome_at_once(outcome):
     assert trials[1].intermediate_values == {1: pytest.approx(0.6)}
     if outcome == "complete":
         assert trials[1].value == pytest.approx(0.7)
+
+
+def test_restore_fails_optuna_trials_asked_after_the_save(tmp_path):
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
+    s = CanonicalOptunaSearch(STUDY, BASE, 3, metric=OBJ, mode="max", points_to_evaluate=[baseline_choices(STUDY)],
+                              sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage)
+    s.suggest("a")
+    s.save(str(tmp_path / "searcher.pkl"))
+    s.suggest("b")  # asked, then the driver dies before the next save
+    restored = CanonicalOptunaSearch(STUDY, BASE, 3, metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(),
+                                     study_name="t", storage=storage)
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    states = [t.state for t in optuna.load_study(study_name="t", storage=storage).trials]
+    assert states == [TrialState.RUNNING, TrialState.FAIL]  # "a" goes on; "b" is gone for good

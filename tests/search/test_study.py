@@ -147,3 +147,41 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
         assert r.returncode == 2 and len(errors) == 1 and message in errors[0], (args, r.stderr[-1500:])
     assert not (tmp_path / "ray_results").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+@pytest.mark.slow
+def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", str(tmp_path / "art")],
+        cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None and time.time() < deadline, "mlflow server did not start"
+                time.sleep(0.5)
+        args = study_args(tmp_path, tiny_bert, "--trials", "2", "--epochs", "1", "--seeds", "1", "--tracking-uri", uri)
+        r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        client = mlflow.MlflowClient(uri)
+        experiment = client.get_experiment_by_name("absa")
+        everything = client.search_runs([experiment.experiment_id])
+        children = [run for run in everything if run.data.tags.get("kind") == "trial"]
+        (parent,) = [run for run in everything if run.data.tags.get("kind") == "study"]
+        assert len(children) == 2 and all(c.data.tags["status"] == "completed" for c in children)
+        assert all("train/loss/mean" in c.data.metrics for c in children)
+        assert "report/report.md" in {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
