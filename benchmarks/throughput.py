@@ -1,117 +1,245 @@
 """``python -m benchmarks.throughput``: training throughput, measured as ratios in one run.
 
-1. The multitask loop (``Trainer.step``: sampling, batch iteration, collate,
-   clipping, scheduler) against a bare PyTorch loop over the *same* batches,
-   pre-collated, on the same model. Goal: ratio >= 0.95.
-2. Dynamic padding (each batch to its longest row) against fixed 128-token
-   padding, on SemEval QA_B rows. Goal: speed-up >= 1.5x.
+1. The multitask loop (``Trainer.step`` over two tasks drawn by the real sampler: task
+   switching between heads, batch iteration, collate, clipping, scheduler) against a
+   bare PyTorch loop (forward, backward, AdamW) over the *identical* sequence of
+   (task, batch) pairs, pre-collated, on the same model. Goal: ratio >= 0.95.
+2. Dynamic padding (each batch to its longest row) against fixed 128-token padding,
+   on the first task's rows (SemEval QA_B), both through the bare loop. Goal: >= 1.5x.
 
-Blocks of the contenders alternate so drift in machine load hits both alike.
+Each round runs the contenders' blocks in ABBA order, and both blocks of each half
+train on the same batches, so machine-load drift and batch lengths hit both alike.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
+import datetime
 import json
 import os
+import pickle
 import platform
 import time
 
 import numpy as np
 import torch
 
-from trainables.batching import collate
+from trainables.batching import TaskBatches, collate, default_cache_dir
 from trainables.cli import setup_logging
 from trainables.config import DEFAULT_MODEL, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.data import resolve_data_dir
 from trainables.loop import Trainer
 
+from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
 
-def bare_steps(trainer: Trainer, batches: list[dict[str, torch.Tensor]]) -> float:
-    """Forward, backward, AdamW step over pre-built batches; returns seconds."""
-    model, optimizer, loss_fn = trainer.model, trainer.optimizer, torch.nn.CrossEntropyLoss()
-    name = trainer.names[0]
-    model.train()
+EPOCH = 0  # the sampler's epoch throughout (the "random" schema's distribution is fixed anyway)
+FIXED_LENGTH = 128
+Step = tuple[int, np.ndarray]  # (task index, rows of that task's training split)
+Batch = tuple[str, dict[str, torch.Tensor]]  # (task name, collated CPU tensors)
+
+
+def sync(device: torch.device) -> None:
+    """Wait for queued GPU work, so a timer read after it covers that work."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# -- the loop's upcoming batches ----------------------------------------------
+def iterator_state(trainer: Trainer) -> bytes:
+    """The sampler's and the batch iterators' positions, as comparable, restorable bytes."""
+    return pickle.dumps((trainer.sampler.state_dict(), [b.state_dict() for b in trainer.batches]))
+
+
+def restore_iterators(trainer: Trainer, state: bytes) -> None:
+    sampler, batches = pickle.loads(state)
+    trainer.sampler.load_state_dict(sampler)
+    for b, s in zip(trainer.batches, batches):
+        b.load_state_dict(s)
+
+
+def peek(trainer: Trainer, n: int) -> tuple[list[Step], bytes]:
+    """The next ``n`` steps the loop will train on, and the iterator state after them.
+
+    The trainer is left as it was, so its next ``n`` steps draw exactly these.
+    """
+    before = iterator_state(trainer)
+    steps = []
+    for _ in range(n):
+        t = trainer.sampler.sample(EPOCH)
+        steps.append((t, trainer.batches[t].next()))
+    after = iterator_state(trainer)
+    restore_iterators(trainer, before)
+    return steps, after
+
+
+def collated(trainer: Trainer, steps: list[Step], fixed_length: int | None = None) -> list[Batch]:
+    out = []
+    for t, rows in steps:
+        name = trainer.names[t]
+        out.append((name, collate(trainer.data[name].train, rows, trainer.padding, trainer.kinds[name], fixed_length)))
+    return out
+
+
+# -- the contenders -------------------------------------------------------------
+def loop_steps(trainer: Trainer, n: int, expected_after: bytes) -> float:
+    """``n`` steps of the multitask loop; returns seconds. Checks it drew the peeked batches."""
+    trainer.model.train()
+    sync(trainer.device)
     started = time.perf_counter()
-    for batch in batches:
-        batch = dict(batch)
+    for _ in range(n):
+        trainer.step(trainer.sampler.sample(EPOCH))
+    sync(trainer.device)
+    seconds = time.perf_counter() - started
+    if iterator_state(trainer) != expected_after:
+        raise RuntimeError("the loop drew other batches than the bare loop was given")
+    return seconds
+
+
+def bare_steps(trainer: Trainer, batches: list[Batch]) -> float:
+    """Forward, backward, AdamW over pre-collated batches, on the trainer's model; returns seconds."""
+    model, optimizer, device = trainer.model, trainer.optimizer, trainer.device
+    loss_fn = torch.nn.CrossEntropyLoss()
+    model.train()
+    sync(device)
+    started = time.perf_counter()
+    for name, batch in batches:
+        batch = {k: v.to(device) for k, v in batch.items()}
         labels = batch.pop("labels")
-        logits = model(name, **batch)
+        logits = model(name, **batch)  # (B, C), or (B, T, C) for tagging
         loss = loss_fn(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
+    sync(device)
     return time.perf_counter() - started
 
 
-def loop_steps(trainer: Trainer, n: int) -> float:
-    trainer.model.train()
-    started = time.perf_counter()
-    for _ in range(n):
-        trainer.step(trainer.sampler.sample(0))
-    return time.perf_counter() - started
+def rows_in(steps: list[Step]) -> int:
+    return sum(len(rows) for _, rows in steps)
+
+
+# -- the benchmark ----------------------------------------------------------------
+def benchmark(trainer: Trainer, steps: int, padding_steps: int, rounds: int) -> dict:
+    """Interleaved ABBA rounds of loop vs bare and dynamic vs fixed padding; medians of per-round ratios."""
+    padding_task = trainer.names[0]
+    padding_data = trainer.data[padding_task].train
+    # its own row stream, so the padding blocks leave the loop's batches untouched
+    padding_batches = TaskBatches(len(padding_data), trainer.config.batch_size, seed=1)
+
+    def padding_blocks(fixed_length: int | None, rows: list[np.ndarray]) -> float:
+        batches = [(padding_task, collate(padding_data, r, trainer.padding, trainer.kinds[padding_task], fixed_length))
+                   for r in rows]
+        return bare_steps(trainer, batches)
+
+    # warm-up: allocator, kernels, the encoder's optimizer state, the fixed-length shapes
+    plan, after = peek(trainer, 2)
+    bare_steps(trainer, collated(trainer, plan))
+    loop_steps(trainer, len(plan), after)
+    warm = [padding_batches.next()]
+    padding_blocks(None, warm)
+    padding_blocks(FIXED_LENGTH, warm)
+
+    seconds = {"loop": 0.0, "bare": 0.0, "dynamic": 0.0, "fixed128": 0.0}
+    rows = {"loop": 0, "padding": 0}
+    task_steps = {n: 0 for n in trainer.names}
+    loop_ratios, padding_ratios = [], []
+    for _ in range(rounds):
+        # loop vs bare: B A | A B, each half on the batches the loop draws next
+        plan1, after1 = peek(trainer, steps)
+        bare = bare_steps(trainer, collated(trainer, plan1))
+        loop = loop_steps(trainer, steps, after1)
+        plan2, after2 = peek(trainer, steps)
+        loop += loop_steps(trainer, steps, after2)
+        bare += bare_steps(trainer, collated(trainer, plan2))
+        # dynamic vs fixed padding: A B | B A, each half on one list of batches
+        rows1 = [padding_batches.next() for _ in range(padding_steps)]
+        dynamic = padding_blocks(None, rows1)
+        fixed = padding_blocks(FIXED_LENGTH, rows1)
+        rows2 = [padding_batches.next() for _ in range(padding_steps)]
+        fixed += padding_blocks(FIXED_LENGTH, rows2)
+        dynamic += padding_blocks(None, rows2)
+
+        # both contenders of a pair trained on the same rows, so time ratios are throughput ratios
+        loop_ratios.append(bare / loop)
+        padding_ratios.append(fixed / dynamic)
+        for key, value in (("loop", loop), ("bare", bare), ("dynamic", dynamic), ("fixed128", fixed)):
+            seconds[key] += value
+        rows["loop"] += rows_in(plan1) + rows_in(plan2)
+        rows["padding"] += sum(map(len, rows1 + rows2))
+        for t, _ in plan1 + plan2:
+            task_steps[trainer.names[t]] += 1
+
+    lengths = {n: trainer.data[n].train.lengths() for n in trainer.names}
+    return {
+        "tasks": trainer.names,
+        "loop_steps_per_task": task_steps,
+        "padding_task": padding_task,
+        "tokens_mean": {n: float(v.mean()) for n, v in lengths.items()},
+        "tokens_max": {n: int(v.max()) for n, v in lengths.items()},
+        "loop_samples_per_s": rows["loop"] / seconds["loop"],
+        "bare_samples_per_s": rows["loop"] / seconds["bare"],
+        "dynamic_samples_per_s": rows["padding"] / seconds["dynamic"],
+        "fixed128_samples_per_s": rows["padding"] / seconds["fixed128"],
+        "loop_vs_bare_ratio": float(np.median(loop_ratios)),
+        "loop_vs_bare_per_round": loop_ratios,
+        "dynamic_padding_speedup": float(np.median(padding_ratios)),
+        "dynamic_padding_per_round": padding_ratios,
+    }
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__)
-    p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--steps", type=int, default=3, help="steps per timed block")
-    p.add_argument("--rounds", type=int, default=5, help="ABBA rounds; the summary takes medians")
+    p = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=DEFAULT_MODEL, help="any AutoModel name or local path")
+    p.add_argument("--random-init", choices=sorted(SHAPES), metavar="SHAPE",
+                   help="instead of --model's weights, a randomly initialised encoder of this shape ("
+                        + "; ".join(describe(s) for s in SHAPES)
+                        + "); throughput depends on the architecture, not the weights")
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA when available")
+    p.add_argument("--tasks", default="semeval,sst2",
+                   help="tasks of the multitask loop, sampled uniformly; the first also runs the padding comparison")
+    p.add_argument("--steps", type=int, default=8, help="training steps per loop/bare block")
+    p.add_argument("--padding-steps", type=int, default=2, help="training steps per dynamic/fixed-128 block")
+    p.add_argument("--rounds", type=int, default=6, help="ABBA rounds; the summary takes medians over them")
     p.add_argument("--batch-size", type=int, default=24)
     p.add_argument("--data-dir")
     p.add_argument("--out", help="also write the JSON summary here")
     args = p.parse_args()
+    if args.device == "cuda" and not torch.cuda.is_available():
+        p.error("--device cuda: no CUDA device is visible to torch")
     setup_logging()
-    torch.manual_seed(0)
+
+    model, label = args.model, args.model
+    if args.random_init:
+        model, label = str(save_random_encoder(args.random_init, default_cache_dir() / "random-encoders")), describe(
+            args.random_init
+        )
+    tasks = tuple(t for t in args.tasks.split(",") if t)
     config = TrainConfig(
-        tasks=("semeval",), primary="semeval", sampling=SamplingConfig(schema="random"),
-        encoder=EncoderConfig(model=args.model, max_seq_length=128), batch_size=args.batch_size,
-        max_train_examples=args.batch_size * args.steps * args.rounds * 8, max_eval_examples=25,
-        data_dir=str(resolve_data_dir(args.data_dir)), evaluate_test=False, device="cpu",
-        lr=1e-5, epochs=100,  # no warm-up cliff inside the benchmark
+        tasks=tasks, primary=tasks[0], sampling=SamplingConfig(schema="random"),
+        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH), batch_size=args.batch_size,
+        max_train_examples=2400, max_eval_examples=25, data_dir=str(resolve_data_dir(args.data_dir)),
+        evaluate_test=False, device=args.device, seed=0,
+        lr=1e-5, epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
     )
     trainer = Trainer(config)
-    data, padding = trainer.data["semeval"].train, trainer.padding
+    load_before = os.getloadavg()[0]
+    results = benchmark(trainer, args.steps, args.padding_steps, args.rounds)
+    load_after = os.getloadavg()[0]  # this benchmark alone adds about its thread count
 
-    # the same batches the loop will draw next, pre-collated for the bare loop
-    def upcoming(n: int, fixed: int | None = None) -> list[dict[str, torch.Tensor]]:
-        twin = copy.deepcopy(trainer.batches[0])
-        return [collate(data, twin.next(), padding, "sequence", fixed) for _ in range(n)]
-
-    bare_steps(trainer, upcoming(2))  # warm-up: allocator, kernels
-    loop_steps(trainer, 2)
-    # ABBA order within each round cancels linear drift; the median of per-round
-    # ratios resists bursts of load from elsewhere on the machine
-    loop_ratios, pad_ratios, totals = [], [], {"loop": 0.0, "bare": 0.0, "dynamic": 0.0, "fixed128": 0.0}
-    for _ in range(args.rounds):
-        bare = bare_steps(trainer, upcoming(args.steps))
-        loop = loop_steps(trainer, args.steps)
-        loop += loop_steps(trainer, args.steps)
-        bare += bare_steps(trainer, upcoming(args.steps))
-        dynamic = bare_steps(trainer, upcoming(args.steps))
-        fixed = bare_steps(trainer, upcoming(args.steps, fixed=128))
-        fixed += bare_steps(trainer, upcoming(args.steps, fixed=128))
-        dynamic += bare_steps(trainer, upcoming(args.steps))
-        loop_ratios.append(bare / loop)
-        pad_ratios.append(fixed / dynamic)
-        for key, value in (("loop", loop), ("bare", bare), ("dynamic", dynamic), ("fixed128", fixed)):
-            totals[key] += value
-    samples = 2 * args.rounds * args.steps * args.batch_size
-    lengths = data.lengths()
+    device = trainer.device
     summary = {
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, threads {torch.get_num_threads()}",
-        "model": args.model,
+        "date": datetime.date.today().isoformat(),
+        "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, "
+                   f"threads {torch.get_num_threads()}",
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else str(device),
+        "model": label,
         "batch_size": args.batch_size,
         "steps_per_block": args.steps,
+        "padding_steps_per_block": args.padding_steps,
         "rounds": args.rounds,
-        "semeval_qa_b_tokens_mean": float(lengths.mean()),
-        "semeval_qa_b_tokens_max": int(lengths.max()),
-        **{f"{k}_samples_per_s": samples / v for k, v in totals.items()},
-        "loop_vs_bare_ratio": float(np.median(loop_ratios)),
-        "loop_vs_bare_per_round": loop_ratios,
-        "dynamic_padding_speedup": float(np.median(pad_ratios)),
-        "dynamic_padding_per_round": pad_ratios,
+        "load_average_1min": {"start": load_before, "end": load_after},
+        **results,
     }
     print(json.dumps(summary, indent=2))
     if args.out:

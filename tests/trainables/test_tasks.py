@@ -407,12 +407,14 @@ def test_csv_text_b_is_kept_for_every_row(tmp_path):
     """An empty text_b cell is an empty second text, never a reason to drop the other rows' text_b."""
     (tmp_path / "pairs.csv").write_text("id,text_a,text_b,label\n1,good film,loved it,pos\n2,bad film,,neg\n")
     (tmp_path / "single.csv").write_text("id,text_a,label\n1,good film,pos\n")
-    for name in ("pairs", "single"):
+    (tmp_path / "exported.csv").write_text("id,text_a,text_b,label\n1,good film,,pos\n")  # as sst2 exports write
+    for name in ("pairs", "single", "exported"):
         (tmp_path / f"{name}.json").write_text(json.dumps(
             {"name": name, "labels": ["neg", "pos"], "train": f"{name}.csv", "dev": f"{name}.csv", "test": f"{name}.csv"}))
     pairs = get_task(f"csv:{tmp_path / 'pairs.json'}", tmp_path).examples("train")
     assert [r.text_b for r in pairs] == ["loved it", ""]
     assert [r.text_b for r in get_task(f"csv:{tmp_path / 'single.json'}", tmp_path).examples("train")] == [None]
+    assert [r.text_b for r in get_task(f"csv:{tmp_path / 'exported.json'}", tmp_path).examples("train")] == [None]
     (tmp_path / "tags.csv").write_text("id,text_a,text_b,label\n1,the cat,,a b\n2,a dog,extra,a b\n")
     (tmp_path / "tags.json").write_text(json.dumps(
         {"name": "t", "kind": "tagging", "labels": ["a", "b"], "train": "tags.csv", "dev": "tags.csv", "test": "tags.csv"}))
