@@ -2,8 +2,9 @@
 
 1. The multitask loop (``Trainer.step`` over two tasks drawn by the real sampler: task
    switching between heads, batch iteration, collate, clipping, scheduler) against a
-   bare PyTorch loop (forward, backward, AdamW) over the *identical* sequence of
-   (task, batch) pairs, pre-collated, on the same model. Goal: ratio >= 0.95.
+   bare PyTorch loop with the same recipe (forward, backward, clipping, AdamW, LR schedule)
+   over the *identical* sequence of (task, batch) pairs, pre-collated, on the same model.
+   Goal: ratio >= 0.95.
 2. Dynamic padding (each batch to its longest row) against fixed 128-token padding,
    on the first task's rows (SemEval QA_B), both through the bare loop. Goal: >= 1.5x.
 
@@ -96,7 +97,9 @@ def loop_steps(trainer: Trainer, n: int, expected_after: bytes) -> float:
 
 
 def bare_steps(trainer: Trainer, batches: list[Batch]) -> float:
-    """Forward, backward, AdamW over pre-collated batches, on the trainer's model; returns seconds."""
+    """The same recipe as the loop (forward, backward, clipping, AdamW, LR schedule) over
+    pre-collated batches, on the trainer's model; returns seconds. What the loop adds on top
+    is its machinery: task sampling, per-task batch iterators, collate, loss bookkeeping."""
     model, optimizer, device = trainer.model, trainer.optimizer, trainer.device
     loss_fn = torch.nn.CrossEntropyLoss()
     model.train()
@@ -109,7 +112,9 @@ def bare_steps(trainer: Trainer, batches: list[Batch]) -> float:
         loss = loss_fn(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), trainer.config.max_grad_norm)
         optimizer.step()
+        trainer.scheduler.step()
     sync(device)
     return time.perf_counter() - started
 
