@@ -138,11 +138,12 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int)
     for column, title in (("schema", "objective per sampling schema"), ("auxiliary", "objective per auxiliary subset")):
         fig, ax = plt.subplots(figsize=(8, 4))
         groups = sorted(scored[column].dropna().unique())
-        for i, g in enumerate(groups):
-            part = scored[scored[column] == g]
-            for status, marker in (("completed", "o"), ("pruned", "x")):
-                values = part[part.status == status].objective
-                ax.scatter([i] * len(values), values, marker=marker, label=status if i == 0 else None)
+        for status, marker, color in (("completed", "o", "C0"), ("pruned", "x", "C3")):
+            part = scored[scored.status == status]
+            x = [groups.index(g) for g in part[column]]
+            # mean over seeds with its sample std; pruned trials at the epoch ASHA stopped them
+            ax.errorbar(x, part.objective, yerr=part.objective_std.fillna(0), fmt=marker, color=color,
+                        capsize=3, label=status if len(part) else None)
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
         ax.set_ylabel(objective)
         ax.set_title(title)
