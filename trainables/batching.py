@@ -18,7 +18,7 @@ from trainables.tasks.base import Example
 
 logger = logging.getLogger(__name__)
 IGNORE = -100  # label of padding and non-first sub-tokens, skipped by the loss
-CACHE_VERSION = 2  # 2: text_b keyed by repr (None and "None" differ)
+CACHE_VERSION = 3  # 2: text_b keyed by repr (None and "None" differ)
 
 
 @dataclass
@@ -47,6 +47,13 @@ def cache_key(examples: Sequence[Example], kind: str, tokenizer, max_len: int) -
     for ex in examples:
         digest.update(f"{ex.text_a}\x1f{ex.text_b!r}\x1f{ex.label}\x1e".encode())
     return digest.hexdigest()
+
+
+def segment_ids_wanted(tokenizer) -> bool:
+    """Whether to feed segment (token type) ids. transformers 5 leaves them out of XLNet's
+    ``model_input_names``, yet XLNet reads them (relative segment encoding: text_a, text_b,
+    and its trailing <cls>), as in the thesis's XLNet runs."""
+    return "token_type_ids" in tokenizer.model_input_names or type(tokenizer).__name__.startswith("XLNet")
 
 
 def default_cache_dir() -> Path:
@@ -87,7 +94,8 @@ def _encode_pairs(examples: Sequence[Example], tokenizer, max_len: int) -> Encod
     if 0 < pairs < len(b):  # never drop some rows' text_b silently: tasks give all pairs or none
         single = next(ex.id for ex in examples if ex.text_b is None)
         raise ValueError(f"{pairs} of {len(b)} rows have a text_b but row {single!r} has none; expected all or none")
-    out = tokenizer(a, b if pairs else None, truncation=True, max_length=max_len)
+    out = tokenizer(a, b if pairs else None, truncation=True, max_length=max_len,
+                    return_token_type_ids=segment_ids_wanted(tokenizer) or None)
     ids = out["input_ids"]
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in ids], out=offsets[1:])
@@ -98,7 +106,8 @@ def _encode_pairs(examples: Sequence[Example], tokenizer, max_len: int) -> Encod
 
 def _encode_tagging(examples: Sequence[Example], tokenizer, max_len: int) -> Encoded:
     words = [ex.text_a.split(" ") for ex in examples]
-    out = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_len)
+    out = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_len,
+                    return_token_type_ids=segment_ids_wanted(tokenizer) or None)
     rows, label_rows = out["input_ids"], []
     for i, ex in enumerate(examples):
         tags, previous, row = ex.label, None, []

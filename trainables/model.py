@@ -104,10 +104,25 @@ def build_model(config: EncoderConfig, heads: Mapping[str, tuple[int, str]]) -> 
     return MultitaskModel(encoder, heads, summary, config.dropout)
 
 
+def tiny_xlnet_tokenizer():
+    """A real ``XLNetTokenizer`` (SentencePiece unigram) over a small vocabulary, built offline:
+    the QA_B template words as whole pieces, every other word spelled out in characters."""
+    from transformers import XLNetTokenizer
+
+    specials = ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>"]
+    words = ("the polarity of aspect is positive neutral negative conflict none price anecdotes miscellaneous "
+             "food ambience service location general safety transit good great bad not").split()
+    chars = "abcdefghijklmnopqrstuvwxyz0123456789.,'!?-&/()$%:;\""
+    vocab = [(t, 0.0) for t in specials] + [("\u2581" + w, -2.0) for w in words] + [("\u2581", -4.0)]
+    vocab += [(c, -6.0) for c in chars] + [("\u2581" + c, -6.5) for c in chars]
+    return XLNetTokenizer(vocab=vocab, unk_id=0, do_lower_case=True)
+
+
 def save_tiny_encoder(path: str | Path, kind: str = "bert", layers: int = 2, hidden: int = 32) -> Path:
     """A tiny random encoder (with the packaged MiniLM tokenizer) for tests and smoke runs.
 
-    ``kind="xlnet"`` builds an XLNet with left padding, to exercise that code path.
+    ``kind="xlnet"`` builds an XLNet with a real (tiny) XLNet tokenizer, left padding and
+    ``<cls>`` last, to exercise that code path.
     """
     from transformers import AutoTokenizer, BertConfig, BertModel, XLNetConfig, XLNetModel
 
@@ -120,10 +135,10 @@ def save_tiny_encoder(path: str | Path, kind: str = "bert", layers: int = 2, hid
             num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=512,
         ))
     elif kind == "xlnet":
+        tokenizer = tiny_xlnet_tokenizer()  # XLNet's own: <cls> last, segment ids 0/1/2, left padding
         model = XLNetModel(XLNetConfig(
-            vocab_size=tokenizer.vocab_size, d_model=hidden, n_layer=layers, n_head=2, d_inner=2 * hidden,
+            vocab_size=len(tokenizer), d_model=hidden, n_layer=layers, n_head=2, d_inner=2 * hidden,
         ))
-        tokenizer.padding_side = "left"
     else:
         raise ValueError(f"tiny encoder kind {kind!r}: expected bert or xlnet")
     model.save_pretrained(path)

@@ -76,9 +76,25 @@ def test_different_seed_differs(tiny_bert):
 
 
 def test_xlnet_left_padding_and_last_token_summary(tiny_xlnet):
-    config = tiny_config(tiny_xlnet, tasks=("semeval", "pos"), epochs=1)
+    # long enough that rows differ in length (the tiny vocabulary spells most words out)
+    config = tiny_config(tiny_xlnet, tasks=("semeval", "pos"), epochs=1, encoder=EncoderConfig(str(tiny_xlnet), max_seq_length=256))
     trainer = Trainer(config)
     assert trainer.padding.left and trainer.model.summary == "last"
+    # a real XLNet tokenizer: text_a <sep> text_b <sep> <cls>, segments 0 / 1 / 2, pads on the left
+    from trainables.batching import collate
+    from trainables.model import load_tokenizer
+
+    cls_id = load_tokenizer(config.encoder).cls_token_id
+    semeval = trainer.data["semeval"].train
+    lengths = semeval.lengths()
+    rows = np.array([lengths.argmin(), lengths.argmax(), 0, 1])
+    assert lengths[rows[0]] < lengths[rows[1]]
+    batch = collate(semeval, rows, trainer.padding, "sequence")
+    last = (batch["attention_mask"] * torch.arange(batch["attention_mask"].shape[1])).argmax(1)
+    assert (batch["input_ids"][torch.arange(len(rows)), last] == cls_id).all()  # the summarised token is <cls>
+    assert (batch["attention_mask"][:, -1] == 1).all() and (batch["attention_mask"][:, 0] == 0).any()
+    real = batch["token_type_ids"][batch["attention_mask"] == 1]
+    assert set(real.tolist()) == {0, 1, 2}
     metrics = trainer.run_epoch()
     assert 0.0 <= metrics["semeval/dev/acc_4way"] <= 1.0 and 0.0 <= metrics["pos/dev/token_acc"] <= 1.0
 

@@ -39,7 +39,7 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     ]
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = start_parent_run(uri, "divergence", "divergence", {})
-    ray.init(num_cpus=2, include_dashboard=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False)  # never join another cluster
     try:
         results = tune.Tuner(
             multitask_trainable,
