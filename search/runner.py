@@ -148,7 +148,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
     from search.tracking import MLflowTracker, check_tracking_uri, client, start_parent_run
-    from trainables.tune import multitask_trainable
+    from trainables.tune import data_signature, multitask_trainable
 
     cfg = replace(cfg, tracking_uri=absolute_sqlite(cfg.tracking_uri), optuna_storage=absolute_sqlite(cfg.optuna_storage))
     check_tracking_uri(cfg.tracking_uri)
@@ -156,6 +156,12 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     if cfg.resume:
         warn_ignored_on_resume(cfg)
         name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
+        from search.report import find_parent
+
+        # the data the restored trials need is the original invocation's, whatever the flags say now
+        started = find_parent(client(cfg.tracking_uri), cfg.study, name)[1].data.params
+        cfg = replace(cfg, model=started["model"], epochs=int(started["epochs"]), protocol=started["protocol"],
+                      auxiliary=tuple(filter(None, started["candidates"].split(","))) or None)
     else:
         name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         check_new_name(cfg, name, storage)
@@ -163,8 +169,10 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     study, preset, base, objective, data = prepare(cfg)
     mode = cfg.mode or study.mode
     seeds = list(preset.seeds) if cfg.seeds is None else list(range(1, cfg.seeds + 1))
+    signature = data_signature(base, load_tokenizer(base.encoder))
     trainable = tune.with_resources(
-        tune.with_parameters(multitask_trainable, data=data),  # one copy in the object store for all trials
+        # one copy in the object store for all trials
+        tune.with_parameters(multitask_trainable, data=data, signature=signature),
         {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
     )
     searcher = None
@@ -174,8 +182,6 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         if not tune.Tuner.can_restore(path):
             raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
         logger.info("restoring %s", path)
-        from search.report import find_parent
-
         _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
         parent = parent_run.info.run_id
         trials = int(parent_run.data.params["trials"])

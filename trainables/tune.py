@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from ray import tune
 
+from trainables.batching import tokenizer_identity
 from trainables.config import TrainConfig
 from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
@@ -86,13 +87,23 @@ def diverged_result(metric: str, epoch: int, reason: str) -> dict[str, Any]:
     return {metric: float("nan"), "epoch": epoch, DIVERGED: 1.0, FAILURE_REASON: reason}
 
 
-def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None = None) -> None:
+def data_signature(config: TrainConfig, tokenizer) -> str:
+    """What tokenized data depends on besides the task list: shared data is used only on a match."""
+    return "|".join(map(str, (
+        tokenizer_identity(tokenizer), config.encoder.max_seq_length, config.max_train_examples,
+        config.max_eval_examples, config.protocol, Path(config.data_dir).resolve(), config.evaluate_test,
+    )))
+
+
+def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None = None,
+                        signature: str | None = None) -> None:
     """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``, and
     ``metric`` (the study's objective, reported as NaN by a diverged trial).
 
     A config may also nest those under ``trial`` (from ``tune.grid_search`` over whole configs).
     ``data``: every task's tokenized splits, prepared once by the driver and shared through
-    the object store (``tune.with_parameters``); without it each trial reads the disk cache.
+    the object store (``tune.with_parameters``), used when its ``signature`` matches this
+    trial's (:func:`data_signature`); otherwise the trial prepares its own (disk cache).
     """
     config = {**config, **config.get("trial", {})}
     from trainables.cli import setup_logging
@@ -105,7 +116,7 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
     torch.set_num_threads(max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1))))
 
     tokenizer = load_tokenizer(base.encoder)
-    if data is None or not set(base.tasks) <= set(data):
+    if data is None or not set(base.tasks) <= set(data) or signature != data_signature(base, tokenizer):
         data = prepare_data(base, tokenizer)  # on-disk cache: tokenized once per node
     data = {spec: data[spec] for spec in base.tasks}
     trainers = [Trainer(base.with_(seed=s), data, tokenizer) for s in seeds]

@@ -63,3 +63,19 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     assert runs["diverges"].data.tags["status"] == "failed"
     assert "DivergedError: loss became nan at epoch 1" in runs["diverges"].data.tags["failure_reason"]
     assert runs["fine"].data.tags["status"] == "completed"
+
+
+def test_shared_data_is_used_only_for_a_matching_signature(tiny_bert, tiny_xlnet, data_dir):
+    from trainables.config import EncoderConfig, TrainConfig
+    from trainables.model import load_tokenizer
+    from trainables.tune import data_signature
+
+    base = TrainConfig(tasks=("semeval", "sst2"), primary="semeval", encoder=EncoderConfig(model=str(tiny_bert)),
+                       max_train_examples=100, data_dir=str(data_dir))
+    bert, xlnet = load_tokenizer(base.encoder), load_tokenizer(EncoderConfig(model=str(tiny_xlnet)))
+    same = base.with_(tasks=("semeval",), lr=1e-4, seed=7, batch_size=8)  # what a trial varies
+    assert data_signature(base, bert) == data_signature(same, bert)
+    assert data_signature(base, bert) != data_signature(base, xlnet)  # another tokenizer: other token ids
+    assert data_signature(base, bert) != data_signature(base.with_(max_train_examples=50), bert)
+    assert data_signature(base, bert) != data_signature(
+        base.with_(encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64)), bert)
