@@ -14,12 +14,17 @@ def cli(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, cwd=cwd)
 
 
-def test_export_semeval_test_is_the_published_qa_b(tmp_path, data_dir):
-    out = tmp_path / "semeval_test.csv"
-    r = cli("trainables.data", "export", "semeval", "--split", "test", "--out", str(out), "--data-dir", str(data_dir))
+def exported(task: str, tmp_path, data_dir) -> list[dict]:
+    """The test split's rows as ``python -m trainables.data export`` writes them."""
+    out = tmp_path / f"{task}_test.csv"
+    r = cli("trainables.data", "export", task, "--split", "test", "--out", str(out), "--data-dir", str(data_dir))
     assert r.returncode == 0, r.stderr
     with out.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+        return list(csv.DictReader(f))
+
+
+def test_export_semeval_test_is_the_published_qa_b(tmp_path, data_dir):
+    rows = exported("semeval", tmp_path, data_dir)
     assert len(rows) == 20000
     assert rows[0]["text_a"] == "the polarity of the aspect price is positive ."
     assert rows[0]["text_b"] == "The bread is top notch as well." and rows[0]["label"] == "0"
@@ -33,11 +38,7 @@ def test_export_semeval_test_is_the_published_qa_b(tmp_path, data_dir):
 
 
 def test_export_sentihood_test_is_the_published_qa_b(tmp_path, data_dir):
-    out = tmp_path / "sentihood_test.csv"
-    r = cli("trainables.data", "export", "sentihood", "--split", "test", "--out", str(out), "--data-dir", str(data_dir))
-    assert r.returncode == 0, r.stderr
-    with out.open(newline="") as f:
-        ours = list(csv.DictReader(f))
+    ours = exported("sentihood", tmp_path, data_dir)
     with (data_dir / "sentihood" / "bert-pair" / "test_QA_B.tsv").open(newline="") as f:
         published = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     assert len(ours) == len(published) == 22548
