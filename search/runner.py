@@ -139,6 +139,18 @@ def warn_ignored_on_resume(cfg: SearchConfig) -> None:
         logger.warning("--resume continues the study as it was started: ignoring %s", ", ".join(given))
 
 
+def space_exhausted(optuna_storage: str, name: str) -> bool:
+    """Whether the searcher ran out of new configs (then fewer trials than asked is a finish)."""
+    import optuna
+
+    from search.searcher import EXHAUSTED
+
+    try:
+        return bool(optuna.load_study(study_name=name, storage=optuna_storage).user_attrs.get(EXHAUSTED))
+    except Exception:  # e.g. a Ray Client driver whose storage lives on the head
+        return False
+
+
 def run(cfg: SearchConfig) -> dict[str, Any]:
     """Run the study; return where its results are (Tune path, MLflow parent run)."""
     from ray import tune
@@ -172,11 +184,9 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     signature = data_signature(base, load_tokenizer(base.encoder))
     trainable = tune.with_resources(
         # one copy in the object store for all trials
-        tune.with_parameters(multitask_trainable, data=data, signature=signature),
+        tune.with_parameters(multitask_trainable, data=data, signature=signature, metric=objective),
         {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
     )
-    searcher = None
-
     if cfg.resume:
         path = storage.rstrip("/") + "/" + name
         if not tune.Tuner.can_restore(path):
@@ -211,7 +221,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         })
         tuner = tune.Tuner(
             trainable,
-            param_space={"seeds": seeds, "metric": objective},
+            param_space={"seeds": seeds},
             tune_config=tune.TuneConfig(
                 metric=objective, mode=mode, search_alg=searcher, scheduler=scheduler,
                 num_samples=trials, max_concurrent_trials=cfg.max_concurrent,
@@ -233,7 +243,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     statuses = [t.status for t in results._experiment_analysis.trials]  # no public accessor in Ray 2.60
     # trials never created count as unfinished (an interrupt stops the searcher too),
     # unless the searcher ran out of new configs
-    never_created = 0 if searcher is not None and searcher.exhausted else max(0, trials - len(statuses))
+    never_created = 0 if space_exhausted(cfg.optuna_storage, name) else max(0, trials - len(statuses))
     unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + never_created
     errors = statuses.count("ERROR")
     if unfinished:

@@ -26,6 +26,7 @@ from trainables.tune import DIVERGED
 
 logger = logging.getLogger(__name__)
 MAX_DUPLICATES = 200  # consecutive repeats before the space is taken as exhausted
+EXHAUSTED = "exhausted"  # Optuna study user attribute: the searcher ran out of new configs
 
 
 def flat_config(config: TrainConfig) -> dict[str, Any]:
@@ -79,6 +80,7 @@ class CanonicalOptunaSearch(OptunaSearch):
                 self.waiting[original].append(duplicate)
         logger.warning("%d suggestions in a row repeated earlier configs: space exhausted", MAX_DUPLICATES)
         self.exhausted = True
+        self._ot_study.set_user_attr(EXHAUSTED, True)  # readable by a driver that holds no searcher
         return Searcher.FINISHED
 
     def _answer(self, duplicate: str, original: str) -> None:
@@ -98,6 +100,13 @@ class CanonicalOptunaSearch(OptunaSearch):
         forever, while the restored searcher asks for new ones in their place.
         """
         super().restore(checkpoint_path)
+        # the opposite gap: trials told to Optuna after the save, which Tune will run again;
+        # their Optuna trials are finished and refuse any further report
+        for trial_id, ot_trial in self._ot_trials.items():
+            stored = self._ot_study._storage.get_trial(ot_trial._trial_id)
+            if stored.state.is_finished() and trial_id not in self._completed_trials:
+                self._completed_trials.add(trial_id)
+                self.outcome[trial_id] = (stored.state, stored.value)
         known = {t.number for t in self._ot_trials.values()}
         for trial in self._ot_study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             if trial.number not in known:
@@ -106,6 +115,8 @@ class CanonicalOptunaSearch(OptunaSearch):
 
     # -- results --------------------------------------------------------------
     def on_trial_result(self, trial_id: str, result: dict) -> None:
+        if trial_id in self._completed_trials:
+            return  # a rerun of a trial Optuna already knows the end of
         if result.get(DIVERGED):
             return  # its NaN objective is no intermediate value; on_trial_complete fails it
         if self.metric in result:

@@ -18,7 +18,7 @@ from trainables.tasks.base import Example
 
 logger = logging.getLogger(__name__)
 IGNORE = -100  # label of padding and non-first sub-tokens, skipped by the loss
-CACHE_VERSION = 3  # 2: text_b keyed by repr (None and "None" differ)
+CACHE_VERSION = 4  # 2: text_b keyed by repr (None and "None" differ); 3, 4: XLNet, ALBERT segment ids
 
 
 @dataclass
@@ -50,10 +50,10 @@ def cache_key(examples: Sequence[Example], kind: str, tokenizer, max_len: int) -
 
 
 def segment_ids_wanted(tokenizer) -> bool:
-    """Whether to feed segment (token type) ids. transformers 5 leaves them out of XLNet's
-    ``model_input_names``, yet XLNet reads them (relative segment encoding: text_a, text_b,
-    and its trailing <cls>), as in the thesis's XLNet runs."""
-    return "token_type_ids" in tokenizer.model_input_names or type(tokenizer).__name__.startswith("XLNet")
+    """Whether to feed segment (token type) ids. transformers 5 leaves them out of XLNet's and
+    ALBERT's ``model_input_names``, yet both models read them (XLNet: relative segment
+    encoding of text_a, text_b and its trailing <cls>, as in the thesis's XLNet runs)."""
+    return "token_type_ids" in tokenizer.model_input_names or type(tokenizer).__name__.startswith(("XLNet", "Albert"))
 
 
 def default_cache_dir() -> Path:

@@ -96,9 +96,10 @@ def data_signature(config: TrainConfig, tokenizer) -> str:
 
 
 def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None = None,
-                        signature: str | None = None) -> None:
-    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``, and
-    ``metric`` (the study's objective, reported as NaN by a diverged trial).
+                        signature: str | None = None, metric: str | None = None) -> None:
+    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``.
+    ``metric``: the study's objective, reported as NaN by a diverged trial (also read from
+    ``config["metric"]``), so Tune's check that every result holds it passes.
 
     A config may also nest those under ``trial`` (from ``tune.grid_search`` over whole configs).
     ``data``: every task's tokenized splits, prepared once by the driver and shared through
@@ -138,7 +139,7 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
         except DivergedError as exc:
             reason = f"DivergedError: {exc}"
             logger.error("%s diverged: %s", config.get("key", ""), reason)
-            tune.report({**diverged_result(config.get("metric", "objective"), epoch, reason), **where})
+            tune.report({**diverged_result(metric or config.get("metric", "objective"), epoch, reason), **where})
             return
         metrics: dict[str, Any] = aggregate(per_seed, seeds)
         metrics.update(epoch=trainers[0].epoch, **where)

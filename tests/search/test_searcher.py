@@ -104,3 +104,35 @@ def test_restore_fails_optuna_trials_asked_after_the_save(tmp_path):
     restored.restore(str(tmp_path / "searcher.pkl"))
     states = [t.state for t in optuna.load_study(study_name="t", storage=storage).trials]
     assert states == [TrialState.RUNNING, TrialState.FAIL]  # "a" goes on; "b" is gone for good
+
+
+def test_rerun_of_a_trial_optuna_already_finished_is_ignored(tmp_path):
+    # the driver died after telling Optuna "a" completed but before Tune saved that: Tune reruns "a"
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
+    kwargs = dict(metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage)
+    s = CanonicalOptunaSearch(STUDY, BASE, 3, points_to_evaluate=[baseline_choices(STUDY)], **kwargs)
+    s.suggest("a")
+    s.save(str(tmp_path / "searcher.pkl"))
+    s.on_trial_complete("a", {OBJ: 0.7, "epoch": 3, "training_iteration": 3})
+    restored = CanonicalOptunaSearch(STUDY, BASE, 3, **kwargs)
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    restored.on_trial_result("a", {OBJ: 0.5, "training_iteration": 1, "epoch": 1})  # no UpdateFinishedTrialError
+    restored.on_trial_complete("a", {OBJ: 0.6, "epoch": 3, "training_iteration": 3})
+    (trial,) = optuna.load_study(study_name="t", storage=storage).trials
+    assert trial.state == TrialState.COMPLETE and trial.value == pytest.approx(0.7)
+
+
+def test_a_space_with_one_config_is_exhausted_not_interrupted(tmp_path):
+    from spaces.studies import Study
+
+    tiny = Study(name="tiny", primary="semeval", candidates=(), metric="acc_4way", schemas=("prop",), lr=None,
+                 warmup=None)
+    storage = f"sqlite:///{tmp_path}/optuna.db"
+    s = CanonicalOptunaSearch(tiny, BASE, 3, metric=OBJ, mode="max", points_to_evaluate=[baseline_choices(tiny)],
+                              sampler=optuna.samplers.RandomSampler(seed=0), study_name="t",
+                              storage=optuna.storages.RDBStorage(storage))
+    assert s.suggest("a")["baseline"]
+    assert s.suggest("b") == "FINISHED" and s.exhausted
+    from search.runner import space_exhausted
+
+    assert space_exhausted(storage, "t") and not space_exhausted(storage, "missing")

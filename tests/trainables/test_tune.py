@@ -42,8 +42,8 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     ray.init(address="local", num_cpus=2, include_dashboard=False)  # never join another cluster
     try:
         results = tune.Tuner(
-            multitask_trainable,
-            param_space={"seeds": [1], "metric": "sst2/dev/acc/mean", "trial": tune.grid_search(configs)},
+            tune.with_parameters(multitask_trainable, metric="sst2/dev/acc/mean"),  # as search.run passes it
+            param_space={"seeds": [1], "trial": tune.grid_search(configs)},
             tune_config=tune.TuneConfig(trial_dirname_creator=lambda t: t.trial_id),
             run_config=tune.RunConfig(
                 storage_path=str(tmp_path / "ray"), name="divergence",
