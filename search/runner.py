@@ -34,8 +34,9 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
     )
 
 
-def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str, dict[str, TaskData]]:
-    """Validate the whole study before any trial: tasks, data, metric. Fills the token cache."""
+def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str, dict[str, TaskData], str]:
+    """Validate the whole study before any trial: tasks, data, metric. Tokenizes every task's
+    data once, for all trials, and returns it with its :func:`data_signature`."""
     study, preset = cfg.resolved_study(), cfg.resolved_study().preset(cfg.preset)
     base = base_config(cfg, study, preset)
     everything = base.with_(tasks=(study.primary,) + tuple(study.candidates))
@@ -50,9 +51,11 @@ def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str, dict[st
         raise ConfigError(f"--metric {objective!r}: expected one of {', '.join(sorted(known))}")
     started = time.perf_counter()
     tokenizer = load_tokenizer(base.encoder)
+    from trainables.tune import data_signature  # imports Ray: only a study needs it, not search.estimate
+
     data = prepare_data(everything, tokenizer)  # tokenized once per study, shared through the object store
     logger.info("datasets of %s tokenized in %.1fs", ",".join(everything.tasks), time.perf_counter() - started)
-    return study, preset, base, objective, data
+    return study, preset, base, objective, data, data_signature(base, tokenizer)
 
 
 def storage_path(storage: str) -> str:
@@ -160,7 +163,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
     from search.tracking import MLflowTracker, check_tracking_uri, client, start_parent_run
-    from trainables.tune import data_signature, multitask_trainable
+    from trainables.tune import multitask_trainable
 
     cfg = replace(cfg, tracking_uri=absolute_sqlite(cfg.tracking_uri), optuna_storage=absolute_sqlite(cfg.optuna_storage))
     check_tracking_uri(cfg.tracking_uri)
@@ -170,18 +173,18 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
         from search.report import find_parent
 
+        _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
         # the data the restored trials need is the original invocation's, whatever the flags say now
-        started = find_parent(client(cfg.tracking_uri), cfg.study, name)[1].data.params
+        started = parent_run.data.params
         cfg = replace(cfg, model=started["model"], epochs=int(started["epochs"]), protocol=started["protocol"],
                       auxiliary=tuple(filter(None, started["candidates"].split(","))) or None)
     else:
         name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         check_new_name(cfg, name, storage)
     connect(cfg)
-    study, preset, base, objective, data = prepare(cfg)
+    study, preset, base, objective, data, signature = prepare(cfg)
     mode = cfg.mode or study.mode
     seeds = list(preset.seeds) if cfg.seeds is None else list(range(1, cfg.seeds + 1))
-    signature = data_signature(base, load_tokenizer(base.encoder))
     trainable = tune.with_resources(
         # one copy in the object store for all trials
         tune.with_parameters(multitask_trainable, data=data, signature=signature, metric=objective),
@@ -192,7 +195,6 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         if not tune.Tuner.can_restore(path):
             raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
         logger.info("restoring %s", path)
-        _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
         parent = parent_run.info.run_id
         trials = int(parent_run.data.params["trials"])
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)

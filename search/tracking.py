@@ -155,15 +155,13 @@ class MLflowTracker(Callback):
         epochs = int(result.get("epoch", 0))
         run_id = self._run_id(trial)
         if result.get(DIVERGED):  # the trainable's own verdict; Tune saw a normal end
-            self.client.set_tag(run_id, STATUS_TAG, "failed")
+            status, epochs, state = "failed", max(0, epochs - 1), "FAILED"  # the diverging epoch did not finish
             self.client.set_tag(run_id, "failure_reason", str(result.get(FAILURE_REASON, "diverged"))[:5000])
-            self.client.set_tag(run_id, "epochs_trained", str(max(0, epochs - 1)))
-            self.client.set_terminated(run_id, "FAILED")
-            return
-        status = "completed" if epochs >= self.max_epochs else "pruned"
+        else:
+            status, state = ("completed" if epochs >= self.max_epochs else "pruned"), "FINISHED"
         self.client.set_tag(run_id, STATUS_TAG, status)
         self.client.set_tag(run_id, "epochs_trained", str(epochs))
-        self.client.set_terminated(run_id, "FINISHED")
+        self.client.set_terminated(run_id, state)
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         run_id = self._run_id(trial)
