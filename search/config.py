@@ -14,7 +14,7 @@ SEARCHES = ("tpe", "grid", "random")
 @dataclass(frozen=True)
 class SearchConfig:
     study: str
-    preset: str = "smoke"
+    preset: str | None = None  # None: full where the cluster has GPUs, else smoke (search.runner.resolve_preset)
     trials: int | None = None  # None: the preset's
     seeds: int | None = None  # number of seeds; None: the preset's
     max_concurrent: int = 2
@@ -39,6 +39,8 @@ class SearchConfig:
     protocol: str = "holdout"
     search_seed: int = 0
     report: bool = True
+    finalize: bool = True  # the final test comparison of winner and baseline (search.finalize)
+    final_seeds: int | None = None  # seeds of that comparison; None: the preset's
     # overrides of the study's ranges: (low, high)
     exponent_range: tuple[float, float] | None = None
     anneal_range: tuple[float, float] | None = None
@@ -47,7 +49,10 @@ class SearchConfig:
 
     def __post_init__(self) -> None:
         study = get_study(self.study)  # raises on an unknown study
-        study.preset(self.preset)
+        if self.preset is not None:
+            study.preset(self.preset)
+        if self.final_seeds is not None and self.final_seeds < 2:
+            raise ConfigError(f"--final-seeds {self.final_seeds}: expected >= 2 (one seed says nothing about noise)")
         if self.search not in SEARCHES:
             raise ConfigError(f"--search {self.search!r}: expected one of {', '.join(SEARCHES)}")
         for flag, value in (("--trials", self.trials), ("--seeds", self.seeds), ("--epochs", self.epochs),

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import logging
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from search import stats
 from spaces import get_study
 from trainables.cli import run_main, setup_logging
 from trainables.config import ConfigError
@@ -71,60 +73,108 @@ def fmt(mean: float, std: float) -> str:
     return f"{mean:.4f} ± {std:.4f}" if std == std else f"{mean:.4f}"
 
 
-def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int) -> tuple[pd.DataFrame, str]:
-    """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
-    study = get_study(study_name)
-    done = table[table.status == "completed"].copy()
-    done = done.sort_values("objective", ascending=(mode == "min"))
+@dataclass(frozen=True)
+class Context:
+    """What the ranking is read against: the preset's scope, the majority floor, the final table."""
+
+    preset_note: str = ""
+    majority: dict[str, float] = field(default_factory=dict)  # dev metric -> constant predictor's score
+    final_markdown: str = ""
+
+
+def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
+    """Δ against the baseline per trial: absolute, relative (withheld near zero) and paired over seeds."""
+    from search.finalize import per_seed
+
+    done = done.copy()
     baseline = done[done.baseline]
     base = float(baseline.objective.iloc[0]) if len(baseline) else math.nan
+    base_seeds = per_seed(baseline.iloc[0], "objective") if len(baseline) else {}
     done["delta"] = done.objective - base
-    done["delta_rel_%"] = 100 * done.delta / base if base == base and base else math.nan
+    done["delta_rel_%"] = [100 * stats.relative_change(d, base) for d in done.delta]
+    lows, highs, beyond = [], [], []
+    for _, r in done.iterrows():
+        mine = per_seed(r, "objective")
+        shared = sorted(set(mine) & set(base_seeds))
+        d = stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared])
+        lows.append(d.low)
+        highs.append(d.high)
+        beyond.append("–" if r.baseline else "yes" if stats.exceeds_noise(d, mode) else "no")
+    done["delta_low"], done["delta_high"], done["beyond_noise"] = lows, highs, beyond
+    return done
+
+
+def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int,
+              context: Context = Context()) -> tuple[pd.DataFrame, str]:
+    """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
+    study = get_study(study_name)
+    done = versus_baseline(table[table.status == "completed"], mode).sort_values("objective", ascending=(mode == "min"))
+    baseline = done[done.baseline]
     # "semeval/dev/acc_4way/mean" -> dev acc_4way, scored on test too; "train/loss/mean" -> train/loss
     name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
     on_dev = name.startswith(f"{study.primary}/dev/")
     metric = name[len(f"{study.primary}/dev/"):] if on_dev else name
     test_key = f"{study.primary}/test/{metric}"
-    lines = [
-        f"# Study `{study_name}`: objective `{objective}` ({mode})", "",
+    seeds = int(table.seeds.map(lambda s: len(str(s).split(","))).max()) if len(table) else 0
+    lines = [f"# Study `{study_name}`: objective `{objective}` ({mode})", ""]
+    if context.preset_note:
+        lines += [f"*{context.preset_note}*", ""]
+    lines += [context.final_markdown, ""] if context.final_markdown else []
+    lines += [
+        "## Search ranking (dev)", "",
         f"{len(table)} trials: {int((table.status == 'completed').sum())} completed, "
         f"{int((table.status == 'pruned').sum())} pruned by ASHA, {int((table.status == 'failed').sum())} failed. "
-        "Scores are mean ± sample std over seeds; Δ is against the single-task baseline on dev.", "",
-        f"| rank | config | {'dev ' if on_dev else ''}{metric} | Δ abs | Δ rel | test {metric if on_dev else ''} | epochs |",
-        "|---|---|---|---|---|---|---|",
+        f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
+        f"{stats.METHOD} interval of the per-seed differences; \"beyond noise\" says whether that interval excludes "
+        "zero (with 2 seeds only a very consistent gain does). Relative Δ is not shown where the baseline is near zero.",
+    ]
+    if len(baseline) and context.majority.get(metric) is not None:
+        floor, base = context.majority[metric], float(baseline.objective.iloc[0])
+        where = "above" if (base > floor) == (mode == "max") else "NOT above"
+        lines += ["", f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
+                      f"{metric} = {floor:.4f}; the baseline's {base:.4f} is {where} it."]
+    lines += [
+        "",
+        f"| rank | trial | {'dev ' if on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel | test {metric if on_dev else ''} | epochs |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
     csv_rows = []
     for _, r in shown.iterrows():
         rank = int(done.index.get_loc(r.name)) + 1 if r.name in done.index else "-"
-        name = f"**baseline** {r.label}" if r.baseline else r.label
+        label = f"**{r.label}**" if r.baseline else r.label
+        interval = "" if r.delta_low != r.delta_low else f" [{r.delta_low:+.4f}, {r.delta_high:+.4f}]"
+        rel = "–" if r["delta_rel_%"] != r["delta_rel_%"] else f"{r['delta_rel_%']:+.2f}%"
         lines.append(
-            f"| {rank} | {name} | {fmt(r.objective, r.objective_std)} | {r.delta:+.4f} | {r['delta_rel_%']:+.2f}% | "
-            f"{fmt(r.get(test_key, math.nan), r.get(test_key + ' std', math.nan))} | {int(r.epochs)} |"
+            f"| {rank} | {label} | {fmt(r.objective, r.objective_std)} | {r.delta:+.4f}{interval} | {r.beyond_noise} | "
+            f"{rel} | {fmt(r.get(test_key, math.nan), r.get(test_key + ' std', math.nan))} | {int(r.epochs)} |"
         )
         csv_rows.append({
             "rank": rank, "source": "baseline" if r.baseline else "search", "config": r.label,
             "canonical_key": r.canonical_key, "objective": objective, "objective_mean": r.objective,
-            "objective_std": r.objective_std, "delta_abs": r.delta, "delta_rel_%": r["delta_rel_%"],
+            "objective_std": r.objective_std, "delta_abs": r.delta, "delta_low": r.delta_low,
+            "delta_high": r.delta_high, "beyond_noise": r.beyond_noise, "delta_rel_%": r["delta_rel_%"],
             "test_metric": test_key, "test_mean": r.get(test_key, math.nan),
             "test_std": r.get(test_key + " std", math.nan), "epochs": int(r.epochs), "seeds": r.seeds,
         })
     if study.published:
-        lines += ["", f"Published results on {study.primary} test (single runs, selected as their authors did):", "",
-                  "| source | " + " | ".join(sorted({k for v in study.published.values() for k in v})) + " |"]
         keys = sorted({k for v in study.published.values() for k in v})
-        lines.append("|---|" + "---|" * len(keys))
+        lines += ["", f"Published results on {study.primary} test (single runs, selected as their authors did):", "",
+                  "| source | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
         for source, values in study.published.items():
             lines.append(f"| {source} | " + " | ".join(f"{values[k]:.4f}" if k in values else "–" for k in keys) + " |")
             if metric in values:
                 csv_rows.append({"rank": "-", "source": "published", "config": source, "test_metric": test_key,
                                  "test_mean": values[metric]})
-        if len(done):
-            best = done.iloc[0]
-            lines += ["", "Best config here on test: " + ", ".join(
-                f"{k}={fmt(best.get(f'{study.primary}/test/{k}', math.nan), best.get(f'{study.primary}/test/{k} std', math.nan))}"
-                for k in keys)]
     return pd.DataFrame(csv_rows), "\n".join(lines) + "\n"
+
+
+def error_bars(means: pd.Series, stds: pd.Series, bounded: bool) -> list[list[float]]:
+    """Asymmetric ± std bars that never leave a score's range [0, 1] (losses: [0, inf))."""
+    stds = stds.fillna(0.0).clip(lower=0.0)
+    low = [min(s, m) for m, s in zip(means, stds)]
+    high = [min(s, 1.0 - m) if bounded else s for m, s in zip(means, stds)]
+    return [[max(0.0, x) for x in low], [max(0.0, x) for x in high]]
 
 
 def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int) -> list[Path]:
@@ -134,7 +184,9 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int)
     import matplotlib.pyplot as plt
 
     paths = []
+    bounded = "loss" not in objective  # accuracies, F1s and AUCs live in [0, 1]
     scored = table[table.status.isin(["completed", "pruned"]) & table.objective.notna()]
+    base = table[table.baseline & (table.status == "completed")].objective
     for column, title in (("schema", "objective per sampling schema"), ("auxiliary", "objective per auxiliary subset")):
         fig, ax = plt.subplots(figsize=(8, 4))
         groups = sorted(scored[column].dropna().unique())
@@ -142,11 +194,13 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int)
             part = scored[scored.status == status]
             x = [groups.index(g) for g in part[column]]
             # mean over seeds with its sample std; pruned trials at the epoch ASHA stopped them
-            ax.errorbar(x, part.objective, yerr=part.objective_std.fillna(0), fmt=marker, color=color,
-                        capsize=3, label=status if len(part) else None)
+            ax.errorbar(x, part.objective, yerr=error_bars(part.objective, part.objective_std, bounded), fmt=marker,
+                        color=color, capsize=3, label=status if len(part) else None)
+        if len(base):
+            ax.axhline(float(base.iloc[0]), color="0.4", linestyle="--", label="baseline (single task)")
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
         ax.set_ylabel(objective)
-        ax.set_title(title)
+        ax.set_title(title + f" (mean ± std over {seeds} seeds)")
         ax.legend()
         fig.tight_layout()
         path = out / f"objective_per_{column}.png"
@@ -161,10 +215,13 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int)
             so_far = max(so_far, value) if mode == "max" else min(so_far, value)
         best.append(so_far if math.isfinite(so_far) else math.nan)
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.step(compute, best, where="post")
+    ax.step(compute, best, where="post", label="best completed trial")
+    if len(base):
+        ax.axhline(float(base.iloc[0]), color="0.4", linestyle="--", label="baseline (single task)")
     ax.set_xlabel("compute (seed-epochs trained)")
     ax.set_ylabel(f"best completed {objective}")
     ax.set_title("best so far vs compute")
+    ax.legend()
     fig.tight_layout()
     path = out / "best_so_far.png"
     fig.savefig(path, dpi=100)
@@ -172,8 +229,29 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int)
     return paths + [path]
 
 
+def context_of(client, study: str, parent, final=None) -> Context:
+    """The preset's scope, the majority floor (parent metrics ``majority/dev/...``) and the final table
+    (given, or the one an earlier finalize logged as ``report/final.md``)."""
+    params, metrics = parent.data.params, parent.data.metrics
+    try:
+        note = get_study(study).preset(params.get("preset", "")).note
+    except ConfigError:
+        note = ""
+    majority = {k[len("majority/dev/"):]: v for k, v in metrics.items() if k.startswith("majority/dev/")}
+    final_markdown = final.markdown() if final is not None else ""
+    if not final_markdown and "final_verdict" in parent.data.tags:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                final_markdown = Path(client.download_artifacts(parent.info.run_id, "report/final.md", tmp)).read_text()
+            except Exception:  # an older study, or finalize interrupted before writing it
+                final_markdown = ""
+    return Context(note, majority, final_markdown)
+
+
 def build_report(study: str, tracking_uri: str, run_name: str | None = None, out_dir: str = "results",
-                 top: int = 10) -> dict[str, Path]:
+                 top: int = 10, final=None, echo: bool = True) -> dict[str, Path]:
     from search.tracking import client as mlflow_client
 
     get_study(study)
@@ -185,19 +263,31 @@ def build_report(study: str, tracking_uri: str, run_name: str | None = None, out
         raise ConfigError(f"study run {parent.info.run_name} has no trials in MLflow yet")
     out = Path(out_dir) / study / parent.info.run_name
     out.mkdir(parents=True, exist_ok=True)
-    ranked, markdown = summarise(table, study, objective, mode, top)
-    seeds = len(parent.data.params.get("seeds", "").strip("[]").split(","))
+    context = context_of(client, study, parent, final)
+    ranked, markdown = summarise(table, study, objective, mode, top, context)
+    seeds = len(parent.data.params.get("seeds", "").split(","))
     paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
+    figures = plots(table, out, objective, mode, seeds)
+    markdown += "\n## Plots\n\n" + "\n".join(f"![{p.stem.replace('_', ' ')}]({p.name})" for p in figures) + "\n"
     ranked.to_csv(paths["csv"], index=False)  # the table of report.md
     table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
     paths["markdown"].write_text(markdown)
-    for p in plots(table, out, objective, mode, seeds):
+    if final is not None:
+        from search.finalize import final_frame
+
+        paths["final"] = out / "final.csv"
+        final_frame(final).to_csv(paths["final"], index=False)
+        paths["final_markdown"] = out / "final.md"
+        paths["final_markdown"].write_text(final.markdown())
+    for p in figures:
         paths[p.stem] = p
     for p in paths.values():
         client.log_artifact(parent.info.run_id, str(p), artifact_path="report")
     if parent.info.status == "RUNNING":
         client.set_terminated(parent.info.run_id, "FINISHED")
-    print(markdown)
+    if echo:
+        print(markdown)
+    print(f"report written to {out.resolve()}: {', '.join(sorted(p.name for p in paths.values()))}")
     return paths
 
 

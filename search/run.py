@@ -26,7 +26,8 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m search.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("study", help=f"study to run: {', '.join(sorted(STUDIES))}")
-    p.add_argument("--preset", default="smoke", help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs)")
+    p.add_argument("--preset", help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "
+                   "default: full where the cluster has GPUs, else smoke")
     p.add_argument("--trials", type=int, help="trials to train (default: the preset's)")
     p.add_argument("--seeds", type=int, help="seeds per trial, the same for every config (default: the preset's)")
     p.add_argument("--max-concurrent", type=int, default=2, help="trials running at once")
@@ -54,6 +55,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
     p.add_argument("--search-seed", type=int, default=0, help="seed of the Optuna sampler")
     p.add_argument("--no-report", action="store_true", help="skip the result table at the end")
+    p.add_argument("--no-finalize", action="store_true",
+                   help="skip the final test comparison of winner and baseline (python -m search.finalize runs it later)")
+    p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
     p.add_argument("--verbose", action="store_true")
     return p
 
@@ -76,6 +80,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         search=args.search, model=args.model, epochs=args.epochs, grace_period=args.grace_period,
         reduction_factor=args.reduction_factor, max_failures=args.max_failures, auxiliary=auxiliary,
         data_dir=args.data_dir, protocol=args.protocol, search_seed=args.search_seed, report=not args.no_report,
+        finalize=not args.no_finalize, final_seeds=args.final_seeds,
         exponent_range=args.exponent_range, anneal_range=args.anneal_range, lr_range=args.lr_range,
         warmup_range=args.warmup_range,
     )
@@ -91,12 +96,24 @@ def main() -> int:
     logger.info("Tune results: %s", outcome["path"])
     if outcome["interrupted"]:
         return 130
+    final = None
+    if cfg.finalize:
+        from search.finalize import FinalizeConfig, finalize
+        from spaces import get_study
+
+        seeds = cfg.final_seeds or get_study(cfg.study).preset(outcome["preset"]).final_seeds
+        final = finalize(FinalizeConfig(
+            cfg.study, outcome["name"], seeds, outcome["tracking_uri"], cpus_per_trial=cfg.cpus_per_trial,
+            gpus_per_trial=cfg.gpus_per_trial, max_concurrent=cfg.max_concurrent, address=cfg.address,
+        ))
     if cfg.report:
         from search.report import build_report
 
-        paths = build_report(cfg.study, outcome["tracking_uri"], run_name=outcome["name"])
+        paths = build_report(cfg.study, outcome["tracking_uri"], run_name=outcome["name"], final=final)
         logger.info("report: %s", paths["markdown"])
-    logger.info("compare trials: mlflow ui --backend-store-uri %s", outcome["tracking_uri"])
+    elif final is not None:
+        print(final.markdown())
+    logger.info("compare trials: mlflow ui --backend-store-uri %s  (experiment %s)", outcome["tracking_uri"], cfg.study)
     return 0
 
 

@@ -6,7 +6,7 @@ import glob
 import logging
 import os
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,7 @@ from search.config import SearchConfig
 from spaces import Preset, Study, apply_choices, baseline_choices, thesis_grid
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.loop import TaskData, prepare_data
+from trainables.majority import majority_scores
 from trainables.model import load_tokenizer
 from trainables.tasks import get_task
 
@@ -34,7 +35,20 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
     )
 
 
-def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str, dict[str, TaskData], str]:
+@dataclass(frozen=True)
+class Prepared:
+    """A validated study, ready to run: its config, data (tokenized once) and the majority floor."""
+
+    study: Study
+    preset: Preset
+    base: TrainConfig
+    objective: str
+    data: dict[str, TaskData]
+    signature: str  # :func:`trainables.tune.data_signature` of ``data``
+    majority: dict[str, float]  # primary dev metric -> a constant predictor's score
+
+
+def prepare(cfg: SearchConfig) -> Prepared:
     """Validate the whole study before any trial: tasks, data, metric. Tokenizes every task's
     data once, for all trials, and returns it with its :func:`data_signature`."""
     study, preset = cfg.resolved_study(), cfg.resolved_study().preset(cfg.preset)
@@ -55,19 +69,59 @@ def prepare(cfg: SearchConfig) -> tuple[Study, Preset, TrainConfig, str, dict[st
 
     data = prepare_data(everything, tokenizer)  # tokenized once per study, shared through the object store
     logger.info("datasets of %s tokenized in %.1fs", ",".join(everything.tasks), time.perf_counter() - started)
-    return study, preset, base, objective, data, data_signature(base, tokenizer)
+    majority = majority_scores(data[study.primary].task, data[study.primary].dev_examples)
+    return Prepared(study, preset, base, objective, data, data_signature(base, tokenizer), majority)
+
+
+def resolve_preset(cfg: SearchConfig) -> SearchConfig:
+    """No ``--preset``: ``full`` where the cluster has GPUs (said in one line), else ``smoke``.
+
+    On ``--resume`` the preset comes from the invocation it continues."""
+    if cfg.preset is not None or cfg.resume:
+        return cfg
+    if cfg.address in (None, "local"):
+        import torch
+
+        gpus = float(torch.cuda.device_count())  # a private local Ray sees this machine's GPUs
+    else:
+        import ray
+
+        connect_address(cfg.address)
+        gpus = float(ray.cluster_resources().get("GPU", 0))
+    preset = "full" if gpus else "smoke"
+    logger.info("no --preset: %s", f"{gpus:g} GPU(s) in the cluster, so the full (thesis-scale) preset" if gpus
+                else "no GPU in the cluster, so the smoke preset (CPU minutes; --preset full for thesis scale)")
+    return replace(cfg, preset=preset)
+
+
+def log_majority(tracking_uri: str, run_id: str, majority: dict[str, float]) -> None:
+    """The majority floor of the primary's dev set, as parent-run metrics ``majority/dev/<metric>``."""
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    metrics = [Metric(f"majority/dev/{k}", float(v), now, 0) for k, v in majority.items() if v == v]
+    if metrics:
+        client(tracking_uri).log_batch(run_id, metrics=metrics)
+
+
+def client(tracking_uri: str):
+    from search.tracking import client as mlflow_client
+
+    return mlflow_client(tracking_uri)
 
 
 def storage_path(storage: str) -> str:
     return storage if "://" in storage else str(Path(storage).resolve())
 
 
-def latest_experiment(storage: str, study: str, preset: str) -> str:
+def latest_experiment(storage: str, study: str, preset: str | None) -> str:
     if "://" in storage:
         raise ConfigError("--resume with an object-store --storage needs --name EXPERIMENT")
-    found = sorted(glob.glob(os.path.join(storage_path(storage), f"{study}-{preset}-*")), key=os.path.getmtime)
+    pattern = f"{study}-{preset or '*'}-*"
+    found = [p for p in glob.glob(os.path.join(storage_path(storage), pattern)) if "-final-" not in os.path.basename(p)]
+    found.sort(key=os.path.getmtime)
     if not found:
-        raise ConfigError(f"--resume: no experiment {study}-{preset}-* under {storage_path(storage)}")
+        raise ConfigError(f"--resume: no experiment {pattern} under {storage_path(storage)}")
     return os.path.basename(found[-1])
 
 
@@ -85,16 +139,29 @@ def probe_address(address: str) -> None:
         raise ConnectionError(f"Ray cluster at --address {address} is unreachable: {exc}") from None
 
 
+def connect_address(address: str | None) -> None:
+    """Start a private local Ray (``address=None``), or join the cluster at ``address``.
+
+    ``ray.init()`` without an address would join whatever cluster Ray's current-cluster file
+    names (another user's ``ray start``, a test's cluster) and die with it; ``"local"`` never does.
+    """
+    import ray
+
+    if ray.is_initialized():
+        return
+    if address not in (None, "auto", "local"):
+        probe_address(address)
+    try:
+        ray.init(address=address or "local", ignore_reinit_error=True, log_to_driver=True,
+                 include_dashboard=False if address in (None, "local") else None)
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+        raise ConnectionError(f"Ray cluster at --address {address}: {str(exc).splitlines()[0]}") from None
+
+
 def connect(cfg: SearchConfig) -> None:
     import ray
 
-    if cfg.address not in (None, "auto", "local"):
-        probe_address(cfg.address)
-    try:
-        ray.init(address=cfg.address, ignore_reinit_error=True, log_to_driver=True,
-                 include_dashboard=False if cfg.address is None else None)
-    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
-        raise ConnectionError(f"Ray cluster at --address {cfg.address}: {str(exc).splitlines()[0]}") from None
+    connect_address(cfg.address)
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     # an autoscaling cluster may show only its head now: any cluster address counts as multi-node
     if (len(nodes) > 1 or cfg.address not in (None, "local")) and not is_remote_storage(cfg.storage):
@@ -168,6 +235,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     cfg = replace(cfg, tracking_uri=absolute_sqlite(cfg.tracking_uri), optuna_storage=absolute_sqlite(cfg.optuna_storage))
     check_tracking_uri(cfg.tracking_uri)
     storage = storage_path(cfg.storage)
+    cfg = resolve_preset(cfg)
     if cfg.resume:
         warn_ignored_on_resume(cfg)
         name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
@@ -176,13 +244,21 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
         # the data the restored trials need is the original invocation's, whatever the flags say now
         started = parent_run.data.params
-        cfg = replace(cfg, model=started["model"], epochs=int(started["epochs"]), protocol=started["protocol"],
+        cfg = replace(cfg, preset=started["preset"], model=started["model"], epochs=int(started["epochs"]),
+                      protocol=started["protocol"],
                       auxiliary=tuple(filter(None, started["candidates"].split(","))) or None)
     else:
         name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         check_new_name(cfg, name, storage)
     connect(cfg)
-    study, preset, base, objective, data, signature = prepare(cfg)
+    prep = prepare(cfg)
+    study, preset, base, objective, data, signature = (prep.study, prep.preset, prep.base, prep.objective, prep.data,
+                                                      prep.signature)
+    if preset.note:
+        logger.info("%s", preset.note)
+    if prep.majority:
+        logger.info("majority rate (constant predictor) on this dev set: %s", ", ".join(
+            f"{k}={v:.4f}" for k, v in prep.majority.items() if v == v))
     mode = cfg.mode or study.mode
     seeds = list(preset.seeds) if cfg.seeds is None else list(range(1, cfg.seeds + 1))
     trainable = tune.with_resources(
@@ -221,6 +297,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             "cpus_per_trial": cfg.cpus_per_trial, "max_concurrent": cfg.max_concurrent,
             "optuna_storage": cfg.optuna_storage, "tune_path": f"{storage}/{name}", "protocol": base.protocol,
         })
+        log_majority(cfg.tracking_uri, parent, prep.majority)
         tuner = tune.Tuner(
             trainable,
             param_space={"seeds": seeds},
@@ -250,9 +327,9 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     errors = statuses.count("ERROR")
     if unfinished:
         logger.warning("study %s interrupted with %d unfinished trials; continue it with: "
-                       "python -m search.run %s --preset %s --resume --name %s", name, unfinished, cfg.study, cfg.preset, name)
+                       "python -m search.run %s --resume --name %s", name, unfinished, cfg.study, name)
     else:
         logger.info("study %s finished: %d trials, %d failed", name, len(statuses), errors)
         client(cfg.tracking_uri).set_terminated(parent, "FINISHED")
-    return {"name": name, "path": f"{storage}/{name}", "trials": len(statuses), "failed": errors,
+    return {"name": name, "path": f"{storage}/{name}", "trials": len(statuses), "failed": errors, "preset": cfg.preset,
             "interrupted": bool(unfinished), "tracking_uri": cfg.tracking_uri}

@@ -1,0 +1,90 @@
+"""Paired comparisons over seeds: is a config really better than the baseline?
+
+Every trial trains under the same seeds, so a config and the baseline form pairs
+(same seed: same data order for the shared task, same head initialisation). The
+difference per seed removes the part of the seed noise both share; its mean gets
+a Student-t interval (the paired t-test). Pure functions on arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+METHOD = "paired t, 95%"
+BETTER, SAME, WORSE, TOO_FEW = (
+    "better than the baseline", "no significant difference", "worse than the baseline", "too few seeds to tell",
+)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """``config - baseline`` over ``n`` shared seeds, with a two-sided interval."""
+
+    mean: float
+    std: float  # sample std of the per-seed differences (NaN for n < 2)
+    n: int
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    @property
+    def method(self) -> str:
+        return f"paired t, {self.confidence:.0%}"
+
+
+def paired_difference(config: Sequence[float], baseline: Sequence[float], confidence: float = 0.95) -> PairedDifference:
+    """Paired t interval of ``mean(config - baseline)``; pairs with a NaN on either side are dropped.
+
+    With one pair the interval is unbounded (NaN): one seed says nothing about noise.
+    """
+    a, b = np.asarray(config, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}")
+    d = (a - b)[~(np.isnan(a) | np.isnan(b))]
+    n = len(d)
+    if n == 0:
+        return PairedDifference(math.nan, math.nan, 0, math.nan, math.nan, confidence)
+    mean = float(d.mean())
+    if n < 2:
+        return PairedDifference(mean, math.nan, 1, math.nan, math.nan, confidence)
+    from scipy.stats import t
+
+    std = float(d.std(ddof=1))
+    half = float(t.ppf(0.5 + confidence / 2, n - 1)) * std / math.sqrt(n)
+    return PairedDifference(mean, std, n, mean - half, mean + half, confidence)
+
+
+def verdict(diff: PairedDifference, mode: str = "max") -> str:
+    """Plain words for an interval: better, worse, or no significant difference (for ``mode``)."""
+    if diff.n < 2 or math.isnan(diff.low):
+        return TOO_FEW
+    if diff.low > 0:
+        return BETTER if mode == "max" else WORSE
+    if diff.high < 0:
+        return WORSE if mode == "max" else BETTER
+    return SAME
+
+
+def exceeds_noise(diff: PairedDifference, mode: str = "max") -> bool:
+    """Whether a gain is outside its seed noise (the interval excludes 0 on the good side)."""
+    return verdict(diff, mode) == BETTER
+
+
+def relative_change(delta: float, baseline: float, floor: float = 0.05) -> float:
+    """``delta / |baseline|``, NaN where the baseline is near zero (a relative gain would mislead)."""
+    if not math.isfinite(baseline) or abs(baseline) < floor:
+        return math.nan
+    return delta / abs(baseline)
+
+
+def mean_std(values: Sequence[float]) -> tuple[float, float, int]:
+    """Mean and sample std over the finite values, and how many there were (std NaN below 2)."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if not len(v):
+        return math.nan, math.nan, 0
+    return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else math.nan, len(v)

@@ -1,0 +1,50 @@
+import math
+
+import pytest
+
+from search.stats import BETTER, SAME, TOO_FEW, WORSE, exceeds_noise, mean_std, paired_difference, relative_change, verdict
+
+
+def test_paired_t_interval_on_hand_worked_numbers():
+    # differences 0.05, 0.04, 0.03, 0.04, 0.06: mean 0.044, sd sqrt(1.3e-4), t(0.975, 4) = 2.776445
+    d = paired_difference([0.80, 0.82, 0.79, 0.81, 0.80], [0.75, 0.78, 0.76, 0.77, 0.74])
+    assert d.n == 5 and d.mean == pytest.approx(0.044)
+    assert d.std == pytest.approx(math.sqrt(1.3e-4))
+    half = 2.776445 * math.sqrt(1.3e-4) / math.sqrt(5)
+    assert (d.low, d.high) == (pytest.approx(0.044 - half, abs=1e-6), pytest.approx(0.044 + half, abs=1e-6))
+    assert d.method == "paired t, 95%"
+
+
+def test_pairing_removes_shared_seed_noise():
+    # unpaired, the seed spread (0.1) swamps the gain; paired, every seed gains 0.01 +- 0.001
+    base = [0.5, 0.6, 0.7, 0.8]
+    better = [b + 0.01 + e for b, e in zip(base, (0.001, -0.001, 0.0005, -0.0005))]
+    assert verdict(paired_difference(better, base)) == BETTER
+
+
+def test_verdicts_follow_the_interval_and_mode():
+    up = paired_difference([0.9, 0.91, 0.92], [0.8, 0.8, 0.81])
+    down = paired_difference([0.8, 0.8, 0.81], [0.9, 0.91, 0.92])
+    mixed = paired_difference([0.8, 0.9, 0.85], [0.85, 0.85, 0.85])
+    assert (verdict(up), verdict(down), verdict(mixed)) == (BETTER, WORSE, SAME)
+    assert (verdict(up, "min"), verdict(down, "min")) == (WORSE, BETTER)  # e.g. a loss
+    assert exceeds_noise(up) and not exceeds_noise(mixed) and not exceeds_noise(down)
+
+
+def test_too_few_pairs_say_so():
+    one = paired_difference([0.9, math.nan], [0.1, 0.2])  # a NaN drops its pair
+    assert one.n == 1 and one.mean == pytest.approx(0.8) and math.isnan(one.low)
+    assert verdict(one) == TOO_FEW and verdict(paired_difference([], [])) == TOO_FEW
+    with pytest.raises(ValueError):
+        paired_difference([1.0, 2.0], [1.0])
+
+
+def test_relative_change_is_withheld_near_zero():
+    assert relative_change(0.1, 0.5) == pytest.approx(0.2)
+    assert math.isnan(relative_change(0.1364, 0.01)) and math.isnan(relative_change(0.1, math.nan))
+
+
+def test_mean_std_counts_finite_values():
+    assert mean_std([1.0, 3.0, math.nan]) == (2.0, pytest.approx(math.sqrt(2)), 2)
+    m, s, n = mean_std([1.0])
+    assert (m, n) == (1.0, 1) and math.isnan(s)
