@@ -30,6 +30,7 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
         sampling=SamplingConfig(),
         encoder=EncoderConfig(model=cfg.model or preset.model, max_seq_length=preset.max_seq_length),
         epochs=cfg.epochs or preset.epochs, batch_size=preset.batch_size, seed=0,
+        lr=preset.lr or TrainConfig.lr,
         max_train_examples=preset.max_train_examples, max_eval_examples=preset.max_eval_examples,
         protocol=cfg.protocol, data_dir=str(Path(cfg.data_root()).resolve()),
     )
@@ -275,7 +276,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         trials = int(parent_run.data.params["trials"])
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
     else:
-        points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study)]
+        points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
         trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
         sampler = (
             optuna.samplers.RandomSampler(seed=cfg.search_seed) if cfg.search == "random"

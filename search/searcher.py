@@ -51,7 +51,7 @@ class CanonicalOptunaSearch(OptunaSearch):
         self.waiting: dict[str, list[str]] = defaultdict(list)  # trial -> duplicate Optuna trials
         self.duplicates = 0
         self.exhausted = False  # set when the space yields only repeats: the study is done
-        self.baseline_key = canonical_key(canonical(apply_choices(base, baseline_choices(study), study)))
+        self.baseline_key = canonical_key(canonical(apply_choices(base, baseline_choices(study, base), study)))
         super().__init__(space=functools.partial(define_space, study=study), **kwargs)
 
     # -- suggestions ----------------------------------------------------------

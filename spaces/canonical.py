@@ -96,13 +96,14 @@ def canonical_key(config: TrainConfig) -> str:
     return f"{describe(c)} #{digest}"
 
 
-def baseline_choices(study: Study) -> dict[str, Any]:
-    """The single-task baseline: the primary alone (thesis defaults for the rest)."""
-    return {**{f"aux/{t}": False for t in study.candidates}, "schema": "prop", **_defaults(study)}
+def baseline_choices(study: Study, base: TrainConfig | None = None) -> dict[str, Any]:
+    """The single-task baseline: the primary alone, with ``base``'s lr, warm-up and batch size
+    (default: the thesis's), moved into the study's ranges where they lie outside."""
+    return {**{f"aux/{t}": False for t in study.candidates}, "schema": "prop", **_defaults(study, base)}
 
 
-def _defaults(study: Study) -> dict[str, Any]:
-    base = TrainConfig(tasks=(study.primary,), primary=study.primary)
+def _defaults(study: Study, base: TrainConfig | None = None) -> dict[str, Any]:
+    base = base or TrainConfig(tasks=(study.primary,), primary=study.primary)
     out: dict[str, Any] = {}
     if study.lr is not None:
         out["lr"] = min(max(base.lr, study.lr.low), study.lr.high)
@@ -119,12 +120,13 @@ def thesis_grid(study: Study, base: TrainConfig) -> list[dict[str, Any]]:
     Baseline first; anneal uses the thesis's c = 0.9; the other dimensions stay at defaults.
     """
     points, seen = [], set()
+    defaults = _defaults(study, base)
     subsets = [
         combo for r in range(len(study.candidates) + 1) for combo in itertools.combinations(study.candidates, r)
     ]
     for subset in subsets:
         for schema in THESIS_SCHEMAS:
-            point = {**{f"aux/{t}": t in subset for t in study.candidates}, "schema": schema, **_defaults(study)}
+            point = {**{f"aux/{t}": t in subset for t in study.candidates}, "schema": schema, **defaults}
             if schema == "anneal":
                 point["anneal_c"] = 0.9
             key = canonical_key(apply_choices(base, point, study))

@@ -41,6 +41,8 @@ class Preset:
     batch_size: int = 24
     grace_period: int = 1  # ASHA: epochs every trial gets before it can be stopped
     reduction_factor: int = 2
+    # lr of every trial that does not search it, the baseline's included (None: the thesis's 2e-5)
+    lr: float | None = None
     final_seeds: int = 5  # seeds of the final winner-vs-baseline test comparison (search.finalize)
     note: str = ""  # one line: what a study at this scale can and cannot tell
 
