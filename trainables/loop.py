@@ -54,7 +54,7 @@ def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) 
             examples = task.examples(split)
             rows = limit_rows(len(examples), limit, task.group_size, first)
             examples = [examples[i] for i in rows]
-            return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir)
+            return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir, task.sentence_side)
 
         started = time.perf_counter()
         _, train = load("train", config.max_train_examples, first=False)

@@ -61,6 +61,9 @@ class Task(abc.ABC):
     group_size: int = 1
     # The metric a study optimises by default for this task.
     primary_metric: ClassVar[str] = "acc"
+    # Which text of a pair holds the sentence ("a" or "b"): the encoder truncates that one
+    # only, so an auxiliary sentence (an aspect, a question) is never cut. None: the longer.
+    sentence_side: str | None = None
 
     def __init__(self, data_dir: Path, protocol: str = "holdout", option: str | None = None) -> None:
         if protocol not in PROTOCOLS:

@@ -8,9 +8,12 @@ whitespace stripped), label 1 for the gold polarity (none if the aspect is
 absent). A category listed twice keeps its first polarity; a sentence without
 categories is an error (every SemEval-2014 sentence has at least one). Other
 constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_B`` (``text_a`` =
-``{polarity} - {aspect}``), and one 5-class row per aspect: ``NLI_M``
-(``text_a`` = the aspect) and ``QA_M`` (``what do you think of the {aspect} of
-it ?``). Row ids: ``{sentence id}/{aspect}[/{polarity}]``.
+``{polarity} - {aspect}``, ``text_b`` = the sentence), and one 5-class row per
+aspect, *sentence first* as Sun et al.'s ``Semeval_{NLI,QA}_M_Processor``:
+``NLI_M`` (``text_a`` = the sentence, ``text_b`` = the aspect) and ``QA_M``
+(``text_b`` = ``what do you think of the {aspect} of it ?``). Truncation cuts
+the sentence only (:attr:`Task.sentence_side`). Row ids:
+``{sentence id}/{aspect}[/{polarity}]``.
 
 Splits. ``holdout`` protocol: dev = the train sentences whose
 ``int(hashlib.sha1(id.encode()).hexdigest(), 16) % 10 == 0`` (293 of 3044,
@@ -83,6 +86,7 @@ class SemEval(Task):
         self.binary = self.construction.endswith("_B")
         self.labels = ("0", "1") if self.binary else POLARITIES
         self.group_size = 25 if self.binary else 5  # rows per sentence
+        self.sentence_side = "b" if self.binary else "a"  # Sun et al.: B auxiliary first, M sentence first
 
     def sentences(self, split: str) -> list[tuple[str, str, dict[str, str]]]:
         if split == "test" or (split == "dev" and self.protocol == "thesis"):
@@ -101,7 +105,7 @@ class SemEval(Task):
                 truth = gold.get(aspect, "none")
                 if not self.binary:
                     question = aspect if self.construction == "NLI_M" else f"what do you think of the {aspect} of it ?"
-                    out.append(Example(f"{sid}/{aspect}", question, text, POLARITIES.index(truth)))
+                    out.append(Example(f"{sid}/{aspect}", text, question, POLARITIES.index(truth)))
                     continue
                 for polarity in POLARITIES:
                     question = (

@@ -7,10 +7,13 @@ into 3 rows None, Positive, Negative: ``text_a`` = ``the polarity of the aspect
 {aspect} of location - {k} - is {polarity} .``, ``text_b`` = the review, label 1
 iff the polarity is the gold one. This reproduces the published
 ``{dev,test}_QA_B.tsv`` row for row (and rebuilds the unpublished train file).
-Other constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_M`` (``text_a``
-= ``location - {k} - {aspect}``, 3 classes), ``QA_M`` (``what do you think of the
-{aspect} of location - {k} ?``), ``NLI_B`` (``{polarity} - location - {k} -
-{aspect}``). Splits are the official ones under both protocols (the dataset has
+Other constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_B`` (``text_a`` =
+``{polarity} - location - {k} - {aspect}``, ``text_b`` = the review), and, *review
+first* as Sun et al.'s ``Sentihood_{NLI,QA}_M_Processor`` (``text_a`` = the review),
+3 classes: ``NLI_M`` (``text_b`` = ``location - {k} - {aspect}``, the published
+file's columns as they are) and ``QA_M`` (``text_b`` = ``what do you think of the
+{aspect} of location - {k} ?``). Truncation cuts the review only
+(:attr:`Task.sentence_side`). Splits are the official ones under both protocols (the dataset has
 its own dev set). Row ids: ``{NLI_M id}/{k}/{aspect}[/{polarity}]`` (the NLI_M id
 numbers the sentence within its split; aspect ``transit-location``).
 
@@ -66,6 +69,7 @@ class Sentihood(Task):
         self.binary = self.construction.endswith("_B")
         self.labels = ("0", "1") if self.binary else POLARITIES
         self.group_size = 12 if self.binary else 4  # rows per (sentence, location)
+        self.sentence_side = "b" if self.binary else "a"  # Sun et al.: B auxiliary first, M review first
 
     def rows(self, split: str) -> list[Row]:
         """``(id, review, location k, aspect, gold index)`` in published order."""
@@ -99,9 +103,9 @@ class Sentihood(Task):
         for rid, review, k, aspect, gold in self.rows(split):
             key = f"{rid}/{k}/{aspect.replace(' ', '-')}"
             if self.construction == "NLI_M":
-                out.append(Example(key, f"location - {k} - {aspect}", review, gold))
+                out.append(Example(key, review, f"location - {k} - {aspect}", gold))
             elif self.construction == "QA_M":
-                out.append(Example(key, f"what do you think of the {aspect} of location - {k} ?", review, gold))
+                out.append(Example(key, review, f"what do you think of the {aspect} of location - {k} ?", gold))
             else:
                 for i, polarity in enumerate(POLARITIES):
                     question = (
