@@ -32,7 +32,7 @@ def test_model_dir_is_self_contained_and_loads_weights_only(model_dir, tiny_winn
     assert (model_dir / "encoder" / "config.json").is_file() and (model_dir / "encoder" / "tokenizer.json").is_file()
 
 
-def test_predictions_equal_the_loops_probabilities(model_dir, tiny_winner):
+def test_predictions_equal_the_loops_probabilities(model_dir, tiny_winner, monkeypatch):
     trainer, _, _ = tiny_winner
     predictor = Predictor.load(model_dir)
     semeval, pos = trainer.data["semeval"], trainer.data["pos"]
@@ -51,9 +51,10 @@ def test_predictions_equal_the_loops_probabilities(model_dir, tiny_winner):
     tags = trainer.predict("pos", pos.dev)[:len(words)].argmax(1)
     [tagged] = predictor.predict(["  ".join(words)], "pos")  # any whitespace separates words
     assert tagged["words"] == words and tagged["tags"] == [pos.task.labels[t] for t in tags]
-    # batched: many inputs give the same as one at a time
-    many = predictor.predict([sentence, "Service was slow.", sentence] * 100)
-    assert len(many) == 300 and [r["input"] for r in many[:3]] == [sentence, "Service was slow.", sentence]
+    # batched, in chunks of 2 inputs: the same as one at a time
+    monkeypatch.setattr("trainables.predict.CHUNK", 2)
+    many = predictor.predict([sentence, "Service was slow.", sentence] * 2)
+    assert len(many) == 6 and [r["input"] for r in many[:3]] == [sentence, "Service was slow.", sentence]
     for record in (many[0], many[-1]):
         for aspect, value in record["aspects"].items():
             assert value["probabilities"] == pytest.approx(out["aspects"][aspect]["probabilities"], abs=1e-6)
