@@ -35,3 +35,20 @@ def tiny_xlnet(tmp_path_factory) -> Path:
     from trainables.model import save_tiny_encoder
 
     return save_tiny_encoder(tmp_path_factory.mktemp("tiny-xlnet"), "xlnet")
+
+
+@pytest.fixture(scope="session")
+def tiny_winner(tiny_bert, tmp_path_factory):
+    """A tiny semeval + pos model trained one epoch: ``(trainer, config, checkpoint file)``."""
+    from trainables.config import EncoderConfig, TrainConfig
+    from trainables.loop import Trainer
+
+    config = TrainConfig(
+        tasks=("semeval", "pos"), primary="semeval", encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64),
+        epochs=1, batch_size=8, lr=1e-3, max_train_examples=50, max_eval_examples=50, evaluate_test=False, seed=1,
+    )
+    trainer = Trainer(config)
+    trainer.run_epoch()
+    checkpoint = tmp_path_factory.mktemp("winner") / "checkpoint.pt"
+    trainer.save(checkpoint)
+    return trainer, config, checkpoint

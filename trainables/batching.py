@@ -18,7 +18,9 @@ from trainables.tasks.base import Example
 
 logger = logging.getLogger(__name__)
 IGNORE = -100  # label of padding and non-first sub-tokens, skipped by the loss
-CACHE_VERSION = 4  # 2: text_b keyed by repr (None and "None" differ); 3, 4: XLNet, ALBERT segment ids
+# 2: text_b keyed by repr (None and "None" differ); 3, 4: XLNet, ALBERT segment ids; 5: only the sentence truncated
+CACHE_VERSION = 5
+TRUNCATION = {"a": "only_first", "b": "only_second", None: "longest_first"}  # by the side holding the sentence
 
 
 @dataclass
@@ -42,8 +44,8 @@ def tokenizer_identity(tokenizer) -> str:
     return f"{type(tokenizer).__name__}|{tokenizer.name_or_path}|{len(tokenizer)}|{tokenizer.padding_side}"
 
 
-def cache_key(examples: Sequence[Example], kind: str, tokenizer, max_len: int) -> str:
-    digest = hashlib.sha1(f"{CACHE_VERSION}|{kind}|{max_len}|{tokenizer_identity(tokenizer)}".encode())
+def cache_key(examples: Sequence[Example], kind: str, tokenizer, max_len: int, sentence: str | None = None) -> str:
+    digest = hashlib.sha1(f"{CACHE_VERSION}|{kind}|{max_len}|{sentence}|{tokenizer_identity(tokenizer)}".encode())
     for ex in examples:
         digest.update(f"{ex.text_a}\x1f{ex.text_b!r}\x1f{ex.label}\x1e".encode())
     return digest.hexdigest()
@@ -61,17 +63,24 @@ def default_cache_dir() -> Path:
 
 
 def encode(
-    examples: Sequence[Example], kind: str, tokenizer, max_len: int, cache_dir: Path | None = None
+    examples: Sequence[Example], kind: str, tokenizer, max_len: int, cache_dir: Path | None = None,
+    sentence: str | None = None,
 ) -> Encoded:
-    """Tokenize ``examples`` (or load the identical earlier result from ``cache_dir``)."""
+    """Tokenize ``examples`` (or load the identical earlier result from ``cache_dir``).
+
+    ``sentence`` ("a", "b" or None, a task's ``sentence_side``) names the text of a pair that
+    truncation may cut; None cuts the longer one.
+    """
+    if sentence not in TRUNCATION:
+        raise ValueError(f"sentence side {sentence!r}: expected 'a', 'b' or None")
     path = None
     if cache_dir is not None:
-        path = Path(cache_dir) / f"{cache_key(examples, kind, tokenizer, max_len)}.pkl"
+        path = Path(cache_dir) / f"{cache_key(examples, kind, tokenizer, max_len, sentence)}.pkl"
         if path.is_file():
             with path.open("rb") as f:
                 return pickle.load(f)
     encoded = _encode_tagging(examples, tokenizer, max_len) if kind == "tagging" else _encode_pairs(
-        examples, tokenizer, max_len
+        examples, tokenizer, max_len, sentence
     )
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,21 +96,48 @@ def _flatten(rows: list[list[int]], dtype) -> np.ndarray:
     return np.fromiter((t for row in rows for t in row), dtype=dtype, count=sum(map(len, rows)))
 
 
-def _encode_pairs(examples: Sequence[Example], tokenizer, max_len: int) -> Encoded:
+def _encode_pairs(examples: Sequence[Example], tokenizer, max_len: int, sentence: str | None) -> Encoded:
     a = [ex.text_a for ex in examples]
     b = [ex.text_b for ex in examples]
     pairs = sum(t is not None for t in b)
     if 0 < pairs < len(b):  # never drop some rows' text_b silently: tasks give all pairs or none
         single = next(ex.id for ex in examples if ex.text_b is None)
         raise ValueError(f"{pairs} of {len(b)} rows have a text_b but row {single!r} has none; expected all or none")
-    out = tokenizer(a, b if pairs else None, truncation=True, max_length=max_len,
-                    return_token_type_ids=segment_ids_wanted(tokenizer) or None)
-    ids = out["input_ids"]
+    ids, type_ids = _tokenize_pairs(a, b if pairs else None, tokenizer, max_len, TRUNCATION[sentence if pairs else None])
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in ids], out=offsets[1:])
-    type_ids = _flatten(out["token_type_ids"], np.int8) if "token_type_ids" in out else None
+    types = _flatten(type_ids, np.int8) if type_ids is not None else None
     labels = np.asarray([ex.label for ex in examples], dtype=np.int64)
-    return Encoded(_flatten(ids, np.int32), type_ids, offsets, labels, None)
+    return Encoded(_flatten(ids, np.int32), types, offsets, labels, None)
+
+
+def _tokenize_pairs(
+    a: list[str], b: list[str | None] | None, tokenizer, max_len: int, truncation: str
+) -> tuple[list[list[int]], list[list[int]] | None]:
+    """Token ids (and segment ids) per row, cutting only the sentence's side where it can.
+
+    A row whose auxiliary text alone exceeds ``max_len`` cannot keep it whole; that row (only)
+    falls back to cutting the longer text, with a warning.
+    """
+    kwargs = {"max_length": max_len, "return_token_type_ids": segment_ids_wanted(tokenizer) or None}
+    try:
+        out = tokenizer(a, b, truncation=truncation, **kwargs)
+        return out["input_ids"], out.get("token_type_ids")
+    except Exception:  # the tokenizers library raises a bare Exception ("Truncation error: ...")
+        if truncation == "longest_first":
+            raise
+    ids, types, cut = [], [], 0
+    for i in range(len(a)):
+        pair = (a[i], b[i]) if b is not None else (a[i],)
+        try:
+            out = tokenizer(*pair, truncation=truncation, **kwargs)
+        except Exception:
+            out, cut = tokenizer(*pair, truncation="longest_first", **kwargs), cut + 1
+        ids.append(out["input_ids"])
+        types.append(out.get("token_type_ids"))
+    logger.warning("%d of %d rows: max_seq_length %d is too short for the auxiliary text alone, so it was cut too",
+                   cut, len(a), max_len)
+    return ids, (types if types[0] is not None else None)
 
 
 def _encode_tagging(examples: Sequence[Example], tokenizer, max_len: int) -> Encoded:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Mapping
 
 # Importance tiers from the thesis (Table 3.3): each tier weighs twice the next.
@@ -131,6 +131,17 @@ class TrainConfig:
         if "weights" in sampling:
             sampling["weights"] = tuple((str(k), float(v)) for k, v in dict(sampling["weights"]).items())
         return cls(**top, sampling=SamplingConfig(**sampling), encoder=EncoderConfig(**encoder))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The flat, JSON-able dict :meth:`from_dict` reads back (``sampling.``/``encoder.`` keys)."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if isinstance(value, dict):
+                out.update({f"{key}.{k}": v for k, v in value.items()})
+            else:
+                out[key] = list(value) if isinstance(value, tuple) else value
+        out["sampling.weights"] = dict(self.sampling.weights)
+        return out
 
     def with_(self, **changes: Any) -> "TrainConfig":
         return replace(self, **changes)

@@ -21,7 +21,7 @@ from torch import nn
 
 from trainables.batching import IGNORE, Encoded, Padding, TaskBatches, collate, default_cache_dir, encode, limit_rows
 from trainables.config import ConfigError, TrainConfig
-from trainables.model import MultitaskModel, build_model, load_tokenizer
+from trainables.model import MultitaskModel, build_model, head_key, load_tokenizer
 from trainables.sampling import make_sampler, steps_per_epoch
 from trainables.tasks import Example, Task, get_task
 
@@ -54,7 +54,7 @@ def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) 
             examples = task.examples(split)
             rows = limit_rows(len(examples), limit, task.group_size, first)
             examples = [examples[i] for i in rows]
-            return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir)
+            return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir, task.sentence_side)
 
         started = time.perf_counter()
         _, train = load("train", config.max_train_examples, first=False)
@@ -206,31 +206,9 @@ class Trainer:
         return metrics
 
     # -- evaluation ---------------------------------------------------------
-    @torch.no_grad()
     def predict(self, name: str, data: Encoded) -> np.ndarray:
         """Class probabilities: (rows, C) for sequence tasks, (words, C) for tagging."""
-        self.model.eval()
-        kind, size = self.kinds[name], self.config.eval_batch_size
-        order = np.argsort(data.lengths(), kind="stable")  # similar lengths together: less padding
-        per_row: list[np.ndarray] = [np.empty(0)] * len(order)
-        for start in range(0, len(order), size):
-            rows = order[start:start + size]
-            batch = collate(data, rows, self.padding, kind)
-            labels = batch.pop("labels")
-            logits = self.model(name, **{k: v.to(self.device) for k, v in batch.items()})
-            p = torch.softmax(logits.float(), -1).cpu()
-            for i, r in enumerate(rows):
-                # tagging: keep each word's first sub-token, the only labelled one
-                per_row[r] = p[i][labels[i] != IGNORE].numpy() if kind == "tagging" else p[i].numpy()
-        if kind != "tagging":
-            return np.stack(per_row)
-        # words truncated away by max_seq_length get a uniform (so, scored) prediction
-        n_classes = self.data[name].task.num_labels
-        out = []
-        for r, p in enumerate(per_row):
-            missing = int(data.words[r]) - len(p)  # type: ignore[index]
-            out.append(np.concatenate([p, np.full((missing, n_classes), 1.0 / n_classes)]) if missing else p)
-        return np.concatenate(out)
+        return predict_probs(self.model, name, data, self.padding, self.config.eval_batch_size, self.device)
 
     def _scores(self, name: str, split: str, data: Encoded, examples: Sequence[Example]) -> dict[str, float]:
         task = self.data[name].task
@@ -267,6 +245,35 @@ class Trainer:
 
     def load(self, path: str | Path) -> None:
         self.load_state_dict(torch.load(path, map_location=self.device, weights_only=False))
+
+
+@torch.no_grad()
+def predict_probs(
+    model: MultitaskModel, name: str, data: Encoded, padding: Padding, batch_size: int, device: torch.device
+) -> np.ndarray:
+    """Class probabilities of task ``name``'s head: (rows, C) for sequence tasks, (words, C) for tagging."""
+    model.eval()
+    kind = model.kinds[name]
+    order = np.argsort(data.lengths(), kind="stable")  # similar lengths together: less padding
+    per_row: list[np.ndarray] = [np.empty(0)] * len(order)
+    for start in range(0, len(order), batch_size):
+        rows = order[start:start + batch_size]
+        batch = collate(data, rows, padding, kind)
+        labels = batch.pop("labels")
+        logits = model(name, **{k: v.to(device) for k, v in batch.items()})
+        p = torch.softmax(logits.float(), -1).cpu()
+        for i, r in enumerate(rows):
+            # tagging: keep each word's first sub-token, the only labelled one
+            per_row[r] = p[i][labels[i] != IGNORE].numpy() if kind == "tagging" else p[i].numpy()
+    if kind != "tagging":
+        return np.stack(per_row)
+    # words truncated away by max_seq_length get a uniform (so, scored) prediction
+    n_classes = model.heads[head_key(name)].out_features
+    out = []
+    for r, p in enumerate(per_row):
+        missing = int(data.words[r]) - len(p)  # type: ignore[index]
+        out.append(np.concatenate([p, np.full((missing, n_classes), 1.0 / n_classes)]) if missing else p)
+    return np.concatenate(out)
 
 
 def train(config: TrainConfig, data: dict[str, TaskData] | None = None) -> Iterator[dict[str, float]]:

@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 
+from trainables.data import export
 from trainables.tasks import DataError, get_task
 
 
@@ -223,3 +224,35 @@ def test_evaluate_metric_shape_errors_are_one_line(tmp_path, data_dir, monkeypat
     np.savetxt(tmp_path / "s.txt", np.full(872, 0.5))
     with pytest.raises(DataError, match=r"s.txt: cannot score sst2 test: 7 aspect rows do not split into groups of 4"):
         evaluate(get_task("sst2", data_dir), "test", tmp_path / "s.txt")
+
+
+SEMEVAL_FIRST = "The bread is top notch as well."
+SENTIHOOD_FIRST = "if you want to go out drinking where the cool kids go head to location - 1"
+# Sun et al.'s processor.py: the B processors feed the auxiliary sentence as text_a, the M ones
+# (Semeval_/Sentihood_{NLI,QA}_M_Processor) the sentence as text_a: [CLS] sentence [SEP] auxiliary [SEP]
+FIRST_ROWS = {
+    "semeval": ("the polarity of the aspect price is positive .", SEMEVAL_FIRST),
+    "semeval:NLI_B": ("positive - price", SEMEVAL_FIRST),
+    "semeval:QA_M": (SEMEVAL_FIRST, "what do you think of the price of it ?"),
+    "semeval:NLI_M": (SEMEVAL_FIRST, "price"),
+    "sentihood": ("the polarity of the aspect general of location - 1 - is None .", SENTIHOOD_FIRST),
+    "sentihood:NLI_B": ("None - location - 1 - general", SENTIHOOD_FIRST),
+    "sentihood:QA_M": (SENTIHOOD_FIRST, "what do you think of the general of location - 1 ?"),
+    "sentihood:NLI_M": (SENTIHOOD_FIRST, "location - 1 - general"),
+}
+
+
+@pytest.mark.parametrize("spec", sorted(FIRST_ROWS))
+def test_export_puts_each_construction_in_sun_et_als_order(spec, tmp_path, data_dir):
+    out = tmp_path / "rows.csv"
+    export(get_task(spec, data_dir), "test", out)
+    with out.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert (rows[0]["text_a"], rows[0]["text_b"]) == FIRST_ROWS[spec]
+    sentence_first = spec.endswith("_M")
+    assert get_task(spec, data_dir).sentence_side == ("a" if sentence_first else "b")
+    if spec == "sentihood:NLI_M":  # the published file, column for column: sentence1 = text_a
+        with (data_dir / "sentihood" / "bert-pair" / "test_NLI_M.tsv").open(newline="") as f:
+            published = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+        assert [(r["text_a"], r["text_b"], r["label"]) for r in rows] == [
+            (r["sentence1"], r["sentence2"], r["label"]) for r in published]

@@ -228,3 +228,31 @@ def test_two_tasks_with_one_name_are_refused(tiny_bert, tmp_path):
                         "--model", str(tiny_bert)], capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("error: tasks 'semeval' and 'semeval:QA_M' are both named 'semeval'")
+
+
+CONSTRUCTIONS = [f"{name}{c}" for name in ("semeval", "sentihood") for c in ("", ":NLI_B", ":QA_M", ":NLI_M")]
+
+
+@pytest.mark.parametrize("spec", CONSTRUCTIONS)
+def test_truncation_cuts_the_sentence_never_the_auxiliary(spec, tiny_bert, data_dir, caplog):
+    from trainables.tasks import Example
+
+    tokenizer = load_tokenizer(EncoderConfig(model=str(tiny_bert)))
+    task = get_task(spec, data_dir)
+    ex = task.examples("dev")[task.group_size - 1]  # the last row of the first group: its longest auxiliary
+    sentence, aux = (ex.text_a, ex.text_b) if task.sentence_side == "a" else (ex.text_b, ex.text_a)
+    long = " ".join([sentence] * 20)
+    row = Example(ex.id, long, aux, ex.label) if task.sentence_side == "a" else Example(ex.id, aux, long, ex.label)
+    data = encode([row], task.kind, tokenizer, 32, sentence=task.sentence_side)
+    ids = data.ids.tolist()
+    aux_ids = tokenizer(aux, add_special_tokens=False)["input_ids"]
+    sep = ids.index(tokenizer.sep_token_id)
+    first, second = ids[1:sep], ids[sep + 1:-1]  # [CLS] a [SEP] b [SEP]
+    assert len(ids) == 32
+    assert (second if task.sentence_side == "a" else first) == aux_ids  # the auxiliary, whole
+    kept = first if task.sentence_side == "a" else second
+    assert kept == tokenizer(long, add_special_tokens=False)["input_ids"][:len(kept)]  # the sentence, cut at its end
+    # an auxiliary longer than max_seq_length alone cannot stay whole: that row falls back, with a warning
+    short = encode([row, Example("x", "good", "film", 0)], task.kind, tokenizer, 8, sentence=task.sentence_side)
+    assert short.lengths().tolist() == [8, 5]
+    assert ("too short for the auxiliary" in caplog.text) == (len(aux_ids) + 3 > 8)

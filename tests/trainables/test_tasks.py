@@ -137,9 +137,9 @@ def test_csv_task(tmp_path):
 
 def test_semeval_other_constructions(data_dir):
     first = {c: get_task(f"semeval:{c}", data_dir).examples("test")[:6] for c in ("NLI_M", "QA_M", "NLI_B")}
-    assert [(r.text_a, r.label) for r in first["NLI_M"][:3]] == [("price", 4), ("anecdotes", 4), ("food", 0)]
-    assert first["NLI_M"][0].text_b == "The bread is top notch as well."
-    assert first["QA_M"][0].text_a == "what do you think of the price of it ?"
+    assert [(r.text_b, r.label) for r in first["NLI_M"][:3]] == [("price", 4), ("anecdotes", 4), ("food", 0)]
+    assert first["NLI_M"][0].text_a == "The bread is top notch as well."
+    assert first["QA_M"][0].text_b == "what do you think of the price of it ?"
     # Sun et al.'s generate_semeval_NLI_B_QA_B.py: label + " - " + aspect
     assert [(r.text_a, r.label) for r in first["NLI_B"][3:6]] == [
         ("conflict - price", 0), ("none - price", 1), ("positive - anecdotes", 0)]
@@ -148,11 +148,11 @@ def test_semeval_other_constructions(data_dir):
 
 def test_sentihood_other_constructions_and_train(data_dir):
     nli = get_task("sentihood:NLI_M", data_dir).examples("dev")
-    assert (nli[0].text_a, nli[0].text_b, nli[0].label) == ("location - 1 - general", "i stayed in location - 1 and loved the area", 1)
-    assert nli[3].text_a == "location - 1 - transit location"
+    assert (nli[0].text_a, nli[0].text_b, nli[0].label) == ("i stayed in location - 1 and loved the area", "location - 1 - general", 1)
+    assert nli[3].text_b == "location - 1 - transit location"
     # Sun et al.'s generate_sentihood_QA_M.py and generate_sentihood_NLI_B_QA_B.py
     qa_m = get_task("sentihood:QA_M", data_dir).examples("dev")
-    assert [r.text_a for r in qa_m[1:4]] == ["what do you think of the price of location - 1 ?",
+    assert [r.text_b for r in qa_m[1:4]] == ["what do you think of the price of location - 1 ?",
                                             "what do you think of the safety of location - 1 ?",
                                             "what do you think of the transit location of location - 1 ?"]
     nli_b = get_task("sentihood:NLI_B", data_dir).examples("dev")

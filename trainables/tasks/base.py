@@ -9,6 +9,11 @@ Who calls what:
   split and cache the tokenized result.
 - The loop calls :meth:`Task.metrics` after each evaluation pass with one row of
   class probabilities per example (per labelled token for tagging tasks).
+- ``trainables.predict`` calls :meth:`Task.inputs` on one raw input (a line of text) to
+  build the rows the model sees, constructed as :meth:`Task.examples` builds them, then
+  :meth:`Task.decode` on those rows' probabilities to get one JSON-able prediction. The
+  defaults serve single-text sequence tasks (label + probabilities) and tagging tasks (a
+  tag per whitespace word); tasks with constructed rows override both.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
@@ -61,6 +66,9 @@ class Task(abc.ABC):
     group_size: int = 1
     # The metric a study optimises by default for this task.
     primary_metric: ClassVar[str] = "acc"
+    # Which text of a pair holds the sentence ("a" or "b"): the encoder truncates that one
+    # only, so an auxiliary sentence (an aspect, a question) is never cut. None: the longer.
+    sentence_side: str | None = None
 
     def __init__(self, data_dir: Path, protocol: str = "holdout", option: str | None = None) -> None:
         if protocol not in PROTOCOLS:
@@ -87,6 +95,20 @@ class Task(abc.ABC):
     def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
         """Score ``probs`` (rows x classes, model order) against ``examples``' labels."""
 
+    def inputs(self, text: str) -> list[Example]:
+        """The rows the model sees for one raw input, labels dummy (0)."""
+        if self.kind == "tagging":
+            words = text.split()
+            return [Example("input", " ".join(words), None, (0,) * len(words))]
+        return [Example("input", text, None, 0)]
+
+    def decode(self, probs: np.ndarray, rows: Sequence[Example]) -> dict[str, Any]:
+        """One prediction from ``probs`` of :meth:`inputs`' ``rows`` (rows x classes; words x
+        classes for tagging)."""
+        if self.kind == "tagging":
+            return {"words": rows[0].text_a.split(" "), "tags": [self.labels[i] for i in probs.argmax(1)]}
+        return label_probabilities(probs[0], self.labels)
+
     def path(self, *parts: str) -> Path:
         """A file under the data root, or a :class:`DataError` naming every missing file of
         the task (not just this one), all it expects and where the public copies live."""
@@ -106,6 +128,12 @@ class Task(abc.ABC):
     source: ClassVar[str] = "see README"
     # Every file the task reads, relative to the data root (named all at once when any is missing).
     files: ClassVar[tuple[str, ...]] = ()
+
+
+def label_probabilities(probs: np.ndarray, labels: Sequence[str], key: str = "label") -> dict[str, Any]:
+    """``{key: argmax class, "probabilities": {class: p}}`` (ties to the lower class, as the metrics)."""
+    return {key: labels[int(np.argmax(probs))],
+            "probabilities": {name: float(p) for name, p in zip(labels, probs)}}
 
 
 TaskFactory = Callable[..., Task]

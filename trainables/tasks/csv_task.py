@@ -6,7 +6,7 @@ the JSON file). CSV header ``id,text_a[,text_b],label``; for tagging, ``text_a``
 holds space-separated words and ``label`` as many space-separated tags. With a
 ``text_b`` column every row is a pair, an empty cell an empty second text; without
 it, or with that column empty on every row, every row is a single text. Tagging rows take no text_b (an empty column is fine:
-exports write one).
+exports write one). A raw input to predict on is one text, or ``text_a<TAB>text_b`` for a pair.
 """
 
 from __future__ import annotations
@@ -80,6 +80,13 @@ class CSVTask(Task):
         if all(ex.text_b == "" for ex in out):  # an all-empty column (as exports of sst2 write): single texts
             out = [Example(ex.id, ex.text_a, None, ex.label) for ex in out]
         return out
+
+    def inputs(self, text: str) -> list[Example]:
+        """A raw input; for a pair task ``text_a<TAB>text_b`` (as its rows are pairs)."""
+        if self.kind == "sequence" and "\t" in text:
+            text_a, text_b = text.split("\t", 1)
+            return [Example("input", text_a, text_b, 0)]
+        return super().inputs(text)
 
     def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
         if self.kind == "tagging":

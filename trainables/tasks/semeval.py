@@ -8,9 +8,12 @@ whitespace stripped), label 1 for the gold polarity (none if the aspect is
 absent). A category listed twice keeps its first polarity; a sentence without
 categories is an error (every SemEval-2014 sentence has at least one). Other
 constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_B`` (``text_a`` =
-``{polarity} - {aspect}``), and one 5-class row per aspect: ``NLI_M``
-(``text_a`` = the aspect) and ``QA_M`` (``what do you think of the {aspect} of
-it ?``). Row ids: ``{sentence id}/{aspect}[/{polarity}]``.
+``{polarity} - {aspect}``, ``text_b`` = the sentence), and one 5-class row per
+aspect, *sentence first* as Sun et al.'s ``Semeval_{NLI,QA}_M_Processor``:
+``NLI_M`` (``text_a`` = the sentence, ``text_b`` = the aspect) and ``QA_M``
+(``text_b`` = ``what do you think of the {aspect} of it ?``). Truncation cuts
+the sentence only (:attr:`Task.sentence_side`). Row ids:
+``{sentence id}/{aspect}[/{polarity}]``.
 
 Splits. ``holdout`` protocol: dev = the train sentences whose
 ``int(hashlib.sha1(id.encode()).hexdigest(), 16) % 10 == 0`` (293 of 3044,
@@ -23,13 +26,13 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from trainables import metrics
 from trainables.tasks._io import held_out
-from trainables.tasks.base import DataError, Example, Task, register
+from trainables.tasks.base import DataError, Example, Task, label_probabilities, register
 
 ASPECTS = ("price", "anecdotes", "food", "ambience", "service")
 CATEGORIES = {"price": "price", "anecdotes/miscellaneous": "anecdotes", "food": "food",
@@ -83,6 +86,7 @@ class SemEval(Task):
         self.binary = self.construction.endswith("_B")
         self.labels = ("0", "1") if self.binary else POLARITIES
         self.group_size = 25 if self.binary else 5  # rows per sentence
+        self.sentence_side = "b" if self.binary else "a"  # Sun et al.: B auxiliary first, M sentence first
 
     def sentences(self, split: str) -> list[tuple[str, str, dict[str, str]]]:
         if split == "test" or (split == "dev" and self.protocol == "thesis"):
@@ -95,21 +99,37 @@ class SemEval(Task):
         return [r for r in rows if held_out(r[0], 10) == (split == "dev")]
 
     def examples(self, split: str) -> list[Example]:
+        return [ex for sid, text, gold in self.sentences(split) for ex in self.rows(sid, text, gold)]
+
+    def rows(self, sid: str, text: str, gold: dict[str, str]) -> list[Example]:
+        """One sentence's rows: 5 (M) or 25 (B), aspects in :data:`ASPECTS` order."""
         out = []
-        for sid, text, gold in self.sentences(split):
-            for aspect in ASPECTS:
-                truth = gold.get(aspect, "none")
-                if not self.binary:
-                    question = aspect if self.construction == "NLI_M" else f"what do you think of the {aspect} of it ?"
-                    out.append(Example(f"{sid}/{aspect}", question, text, POLARITIES.index(truth)))
-                    continue
-                for polarity in POLARITIES:
-                    question = (
-                        f"the polarity of the aspect {aspect} is {polarity} ." if self.construction == "QA_B"
-                        else f"{polarity} - {aspect}"
-                    )
-                    out.append(Example(f"{sid}/{aspect}/{polarity}", question, text, int(polarity == truth)))
+        for aspect in ASPECTS:
+            truth = gold.get(aspect, "none")
+            if not self.binary:
+                question = aspect if self.construction == "NLI_M" else f"what do you think of the {aspect} of it ?"
+                out.append(Example(f"{sid}/{aspect}", text, question, POLARITIES.index(truth)))
+                continue
+            for polarity in POLARITIES:
+                question = (
+                    f"the polarity of the aspect {aspect} is {polarity} ." if self.construction == "QA_B"
+                    else f"{polarity} - {aspect}"
+                )
+                out.append(Example(f"{sid}/{aspect}/{polarity}", question, text, int(polarity == truth)))
         return out
+
+    def inputs(self, text: str) -> list[Example]:
+        return self.rows("input", text.rstrip(), {})
+
+    def decode(self, probs: np.ndarray, rows: Sequence[Example]) -> dict[str, Any]:
+        """Per aspect: the polarity (or ``none``) and the per-polarity scores the metrics use."""
+        score = self.scores(probs)[0]  # (5 aspects, 5 polarities)
+        return {"aspects": {aspect: label_probabilities(score[i], POLARITIES, "polarity") for i, aspect in enumerate(ASPECTS)}}
+
+    def scores(self, probs: np.ndarray) -> np.ndarray:
+        """(sentences, 5 aspects, 5 polarities): P(yes) normalised per aspect (B), or the softmax rows (M)."""
+        score = metrics.group_scores(probs[:, 1], 5) if self.binary else np.asarray(probs)
+        return score.reshape(-1, len(ASPECTS), len(POLARITIES))
 
     def gold(self, examples: Sequence[Example]) -> np.ndarray:
         """Gold polarity index per (sentence, aspect) row."""
@@ -119,5 +139,4 @@ class SemEval(Task):
         return yes.argmax(1)
 
     def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
-        score = metrics.group_scores(probs[:, 1], 5) if self.binary else np.asarray(probs)
-        return metrics.semeval_metrics(score, self.gold(examples))
+        return metrics.semeval_metrics(self.scores(probs).reshape(-1, len(POLARITIES)), self.gold(examples))

@@ -7,10 +7,13 @@ into 3 rows None, Positive, Negative: ``text_a`` = ``the polarity of the aspect
 {aspect} of location - {k} - is {polarity} .``, ``text_b`` = the review, label 1
 iff the polarity is the gold one. This reproduces the published
 ``{dev,test}_QA_B.tsv`` row for row (and rebuilds the unpublished train file).
-Other constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_M`` (``text_a``
-= ``location - {k} - {aspect}``, 3 classes), ``QA_M`` (``what do you think of the
-{aspect} of location - {k} ?``), ``NLI_B`` (``{polarity} - location - {k} -
-{aspect}``). Splits are the official ones under both protocols (the dataset has
+Other constructions, as Sun et al.'s ``generate/`` scripts: ``NLI_B`` (``text_a`` =
+``{polarity} - location - {k} - {aspect}``, ``text_b`` = the review), and, *review
+first* as Sun et al.'s ``Sentihood_{NLI,QA}_M_Processor`` (``text_a`` = the review),
+3 classes: ``NLI_M`` (``text_b`` = ``location - {k} - {aspect}``, the published
+file's columns as they are) and ``QA_M`` (``text_b`` = ``what do you think of the
+{aspect} of location - {k} ?``). Truncation cuts the review only
+(:attr:`Task.sentence_side`). Splits are the official ones under both protocols (the dataset has
 its own dev set). Row ids: ``{NLI_M id}/{k}/{aspect}[/{polarity}]`` (the NLI_M id
 numbers the sentence within its split; aspect ``transit-location``).
 
@@ -21,17 +24,19 @@ runs of 4 rows with one id and location, aspects in the order of :data:`ASPECTS`
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from trainables import metrics
 from trainables.tasks._io import label_index, read_rows
-from trainables.tasks.base import DataError, Example, Task, register
+from trainables.tasks.base import DataError, Example, Task, label_probabilities, register
 
 ASPECTS = ("general", "price", "safety", "transit location")  # as written in the NLI_M files
 POLARITIES = ("None", "Positive", "Negative")
 CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
+RAW_LOCATION = re.compile(r"\bLOCATION([12])\b", re.IGNORECASE)
+LOCATION = re.compile(r"\blocation - ([12])\b")
 TARGET = re.compile(r"^location - ([12]) - (general|price|safety|transit location)$")
 Row = tuple[str, str, str, str, int]  # (id, review, location k, aspect, gold index)
 
@@ -66,6 +71,7 @@ class Sentihood(Task):
         self.binary = self.construction.endswith("_B")
         self.labels = ("0", "1") if self.binary else POLARITIES
         self.group_size = 12 if self.binary else 4  # rows per (sentence, location)
+        self.sentence_side = "b" if self.binary else "a"  # Sun et al.: B auxiliary first, M review first
 
     def rows(self, split: str) -> list[Row]:
         """``(id, review, location k, aspect, gold index)`` in published order."""
@@ -95,26 +101,56 @@ class Sentihood(Task):
         return out
 
     def examples(self, split: str) -> list[Example]:
-        out = []
-        for rid, review, k, aspect, gold in self.rows(split):
-            key = f"{rid}/{k}/{aspect.replace(' ', '-')}"
-            if self.construction == "NLI_M":
-                out.append(Example(key, f"location - {k} - {aspect}", review, gold))
-            elif self.construction == "QA_M":
-                out.append(Example(key, f"what do you think of the {aspect} of location - {k} ?", review, gold))
-            else:
-                for i, polarity in enumerate(POLARITIES):
-                    question = (
-                        f"the polarity of the aspect {aspect} of location - {k} - is {polarity} ."
-                        if self.construction == "QA_B" else f"{polarity} - location - {k} - {aspect}"
-                    )
-                    out.append(Example(f"{key}/{polarity}", question, review, int(i == gold)))
-        return out
+        return [ex for rid, review, k, aspect, gold in self.rows(split)
+                for ex in self.construct(f"{rid}/{k}/{aspect.replace(' ', '-')}", review, k, aspect, gold)]
+
+    def construct(self, key: str, review: str, k: str, aspect: str, gold: int) -> list[Example]:
+        """The rows of one (review, location, aspect): 1 (M) or 3 (B)."""
+        if self.construction == "NLI_M":
+            return [Example(key, review, f"location - {k} - {aspect}", gold)]
+        if self.construction == "QA_M":
+            return [Example(key, review, f"what do you think of the {aspect} of location - {k} ?", gold)]
+        return [
+            Example(f"{key}/{polarity}", (
+                f"the polarity of the aspect {aspect} of location - {k} - is {polarity} ."
+                if self.construction == "QA_B" else f"{polarity} - location - {k} - {aspect}"
+            ), review, int(i == gold))
+            for i, polarity in enumerate(POLARITIES)
+        ]
+
+    def inputs(self, text: str) -> list[Example]:
+        """Rows for every location the review names, each with the 4 aspects.
+
+        The review is normalised as the published files are: ``LOCATION1`` -> ``location - 1``,
+        lower-cased (their nltk word splitting is not repeated: WordPiece splits punctuation alike).
+        """
+        review = RAW_LOCATION.sub(r"location - \1", text.strip()).lower()
+        locations = sorted(set(LOCATION.findall(review)))
+        if not locations:
+            raise DataError(
+                f"sentihood input {text.strip()[:60]!r}: no location, expected LOCATION1/LOCATION2 (or location - 1/2)"
+            )
+        return [ex for k in locations for aspect in ASPECTS
+                for ex in self.construct(f"input/{k}/{aspect.replace(' ', '-')}", review, k, aspect, 0)]
+
+    def decode(self, probs: np.ndarray, rows: Sequence[Example]) -> dict[str, Any]:
+        """Per location (``LOCATION1``/``LOCATION2``) and aspect: the polarity and its scores."""
+        score = self.scores(probs)  # (locations, 4 aspects, 3 polarities)
+        locations = [rows[i].id.split("/")[1] for i in range(0, len(rows), self.group_size)]
+        return {"locations": {
+            f"LOCATION{k}": {a.replace(" ", "-"): label_probabilities(score[j, i], POLARITIES, "polarity")
+                             for i, a in enumerate(ASPECTS)}
+            for j, k in enumerate(locations)
+        }}
+
+    def scores(self, probs: np.ndarray) -> np.ndarray:
+        """(groups, 4 aspects, 3 polarities): P(yes) normalised per aspect (B), or the softmax rows (M)."""
+        score = metrics.group_scores(probs[:, 1], 3) if self.binary else np.asarray(probs)
+        return score.reshape(-1, len(ASPECTS), len(POLARITIES))
 
     def gold(self, examples: Sequence[Example]) -> np.ndarray:
         labels = np.array([ex.label for ex in examples])
         return labels.reshape(-1, 3).argmax(1) if self.binary else labels
 
     def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
-        score = metrics.group_scores(probs[:, 1], 3) if self.binary else np.asarray(probs)
-        return metrics.sentihood_metrics(score, self.gold(examples))
+        return metrics.sentihood_metrics(self.scores(probs).reshape(-1, len(POLARITIES)), self.gold(examples))

@@ -1,0 +1,107 @@
+"""A study's winning config as an MLflow model: logged under a run, registered as ``{study}-best``.
+
+The pyfunc model wraps :class:`trainables.predict.Predictor` around the model directory
+``save_model_dir`` writes (the pyfunc artifact ``predictor``). Its input is a DataFrame with
+a ``text`` column and an optional ``task`` column (empty: the primary task); its output is a
+list with one dict per row, the same dicts ``python -m trainables.predict`` writes as JSON
+lines, so ``mlflow models serve`` answers ``{"predictions": [{...}, ...]}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pandas as pd
+
+from spaces.canonical import describe
+from trainables.config import TrainConfig
+
+logger = logging.getLogger(__name__)
+ARTIFACT = "predictor"  # the pyfunc artifact holding the model directory
+PACKAGES = Path(__file__).resolve().parents[1]
+
+
+class WinnerModel(mlflow.pyfunc.PythonModel):
+    """pyfunc: DataFrame ``text`` [, ``task``] -> one prediction dict per row, in row order."""
+
+    def load_context(self, context) -> None:
+        from trainables.predict import Predictor
+
+        self.predictor = Predictor.load(context.artifacts[ARTIFACT])
+
+    def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[dict]:
+        frame = pd.DataFrame(model_input)
+        if "text" not in frame.columns:
+            raise ValueError(f"input columns {list(frame.columns)}: expected a 'text' column (and optionally 'task')")
+        texts = [str(t) for t in frame["text"]]
+        tasks = [t if isinstance(t, str) and t else None for t in frame.get("task", [None] * len(frame))]
+        out: list[dict] = [{}] * len(texts)
+        for task in dict.fromkeys(tasks):  # one batched call per task, rows put back in order
+            index = [i for i, t in enumerate(tasks) if t == task]
+            for i, record in zip(index, self.predictor.predict([texts[i] for i in index], task)):
+                out[i] = record
+        return out
+
+
+def version_tags(config: TrainConfig, metrics: dict[str, float], tags: dict[str, str]) -> dict[str, str]:
+    """Registered-version tags: the label, every config field (``config.*``), metrics, the seed, ``tags``."""
+    out = {"label": describe(config), "seed": str(config.seed), "tasks": ",".join(config.tasks),
+           "primary": config.primary, "schema": config.sampling.schema}
+    out.update({f"config.{k}": str(v) for k, v in config.to_dict().items() if k not in ("data_dir", "device")})
+    out.update({f"metric.{k}": f"{v:.6g}" for k, v in metrics.items()})
+    out.update(tags)
+    return out
+
+
+def describe_version(config: TrainConfig, metrics: dict[str, float], run_id: str) -> str:
+    lines = [f"Winning config: {describe(config)} (seed {config.seed}, encoder {config.encoder.model}).",
+             f"Trained in run {run_id}.", "", "| metric | value |", "|---|---|"]
+    lines += [f"| {k} | {v:.4f} |" for k, v in sorted(metrics.items())]
+    return "\n".join(lines)
+
+
+def log_winner(
+    tracking_uri: str, run_id: str, study: str, checkpoint: Path, config: TrainConfig, tokenizer,
+    metrics: dict[str, float], tags: dict[str, str],
+) -> str:
+    """Log the winner as pyfunc model ``model`` of run ``run_id``, register a new version of
+    ``{study}-best`` with the config, metrics and seed on it; return ``models:/{study}-best/{version}``."""
+    from mlflow import MlflowClient
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import ColSpec, Schema
+
+    from trainables.predict import save_model_dir
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_registry_uri(tracking_uri)
+    name = f"{study}-best"
+    signature = ModelSignature(inputs=Schema([ColSpec("string", "text"), ColSpec("string", "task", required=False)]))
+    active = mlflow.active_run()
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = save_model_dir(Path(tmp) / ARTIFACT, checkpoint, config, tokenizer)
+        # resume the run unless the caller has it open already
+        with (mlflow.start_run(run_id=run_id) if active is None or active.info.run_id != run_id else contextlib.nullcontext()):
+            info = mlflow.pyfunc.log_model(
+                name="model", python_model=WinnerModel(), artifacts={ARTIFACT: str(model_dir)},
+                code_paths=[str(PACKAGES / "trainables"), str(PACKAGES / "search")],
+                signature=signature, pip_requirements=_requirements(), registered_model_name=name,
+            )
+    version = str(info.registered_model_version)
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    for key, value in version_tags(config, metrics, tags).items():
+        client.set_model_version_tag(name, version, key, value)
+    client.update_model_version(name, version, description=describe_version(config, metrics, run_id))
+    logger.info("registered %s version %s from run %s", name, version, run_id)
+    return f"models:/{name}/{version}"
+
+
+def _requirements() -> list[str]:
+    # pinned from this environment: inferring them would load the model in a subprocess
+    from importlib.metadata import version
+
+    return [f"{p}=={version(p)}" for p in ("mlflow", "torch", "transformers", "numpy", "pandas")]

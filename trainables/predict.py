@@ -1,0 +1,254 @@
+"""A trained multitask model as a self-contained directory, and predictions on raw text.
+
+``save_model_dir`` writes what :class:`Predictor` needs and nothing else: the flat
+training config (``train_config.json``), the encoder's ``transformers`` config and
+tokenizer (``encoder/``), the model's weights (``model.pt``, a plain state dict that
+loads with ``weights_only=True``) and copies of task config files (``tasks/``, e.g. a
+``csv:`` task's JSON). Loading rebuilds the encoder from its config, so no hub access
+and no pretrained weights are needed.
+
+``python -m trainables.predict --model MODEL --input sentences.txt --out predictions.jsonl``
+predicts one JSON object per non-empty input line. MODEL is such a directory or an MLflow
+model URI (``models:/absa-best/1``, ``runs:/<run>/model``), which is downloaded first (MLflow
+is imported only then).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import pickle
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from trainables.batching import Padding, encode
+from trainables.cli import ArgumentParser, run_main, setup_logging
+from trainables.config import ConfigError, TrainConfig
+from trainables.loop import predict_probs, resolve_device
+from trainables.model import MultitaskModel, default_summary, resolve_model_path
+from trainables.tasks import DataError, Example, Task, get_task
+
+logger = logging.getLogger(__name__)
+CONFIG_FILE = "train_config.json"
+TASKS_FILE = "tasks.json"  # task spec -> the spec to instantiate it from (task files copied under tasks/)
+MODEL_FILE = "model.pt"
+ENCODER_DIR = "encoder"
+REQUIRED = (CONFIG_FILE, TASKS_FILE, MODEL_FILE, f"{ENCODER_DIR}/config.json")
+CHUNK = 256  # raw inputs encoded together
+
+
+class ModelError(ValueError):
+    """A model directory or URI that cannot be used; ``str()`` is one line."""
+
+
+BAD_INPUT = (DataError, ModelError, ConfigError)  # the CLI's one-line, exit-2 errors
+
+
+def load_checkpoint(path: Path) -> dict[str, Any]:
+    """The state dict of a checkpoint file, ``Trainer.save``'s (``state["model"]``) or a bare one."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        # Trainer checkpoints up to now hold numpy RNG and batch-order state, which weights_only
+        # refuses; the checkpoint format is being changed to load this way (then this goes).
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    return state["model"] if "model" in state else state
+
+
+def save_model_dir(out_dir: str | Path, checkpoint: Path | dict, config: TrainConfig, tokenizer) -> Path:
+    """Write a self-contained model directory from a checkpoint (file or state dict)."""
+    from transformers import AutoConfig
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    state = load_checkpoint(Path(checkpoint)) if not isinstance(checkpoint, dict) else checkpoint
+    state = state.get("model", state)
+    torch.save({k: v.detach().cpu() for k, v in state.items()}, out / MODEL_FILE)
+    (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
+    (out / TASKS_FILE).write_text(json.dumps(copy_task_files(config.tasks, out), indent=2) + "\n")
+    AutoConfig.from_pretrained(resolve_model_path(config.encoder.model)).save_pretrained(out / ENCODER_DIR)
+    tokenizer.save_pretrained(out / ENCODER_DIR)
+    return out
+
+
+def copy_task_files(specs: Sequence[str], out: Path) -> dict[str, str]:
+    """Spec -> spec to load it by; an option naming a file (``csv:task.json``) points at a copy."""
+    loadable = {}
+    for spec in specs:
+        base, _, option = spec.partition(":")
+        if option and Path(option).is_file():
+            target = Path("tasks") / f"{hashlib.sha1(option.encode()).hexdigest()[:12]}-{Path(option).name}"
+            (out / target).parent.mkdir(exist_ok=True)
+            shutil.copy(option, out / target)
+            loadable[spec] = f"{base}:{target.as_posix()}"  # relative to the model directory
+        else:
+            loadable[spec] = spec
+    return loadable
+
+
+class Predictor:
+    """A loaded model directory: raw text in, one prediction dict per input out."""
+
+    def __init__(self, model: MultitaskModel, tasks: dict[str, Task], tokenizer, config: TrainConfig,
+                 device: torch.device) -> None:
+        self.model, self.tasks, self.tokenizer, self.config, self.device = model, tasks, tokenizer, config, device
+        self.padding = Padding.of(tokenizer)
+
+    @classmethod
+    def load(cls, path: str | Path, device: str = "cpu") -> "Predictor":
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        root = Path(path)
+        missing = [f for f in REQUIRED if not (root / f).is_file()]
+        if missing:
+            raise ModelError(f"model directory {root}: missing {', '.join(missing)} "
+                             f"(expected {', '.join(REQUIRED)}, as trainables.predict.save_model_dir writes)")
+        config = TrainConfig.from_dict(json.loads((root / CONFIG_FILE).read_text()))
+        specs = json.loads((root / TASKS_FILE).read_text())
+        tasks = {spec: load_task(spec, specs.get(spec, spec), root, config) for spec in config.tasks}
+        encoder = AutoModel.from_config(AutoConfig.from_pretrained(root / ENCODER_DIR))
+        heads = {spec: (task.num_labels, task.kind) for spec, task in tasks.items()}
+        model = MultitaskModel(encoder, heads, config.encoder.summary or default_summary(encoder), config.encoder.dropout)
+        model.load_state_dict(torch.load(root / MODEL_FILE, map_location="cpu", weights_only=True))
+        target = resolve_device(device)
+        tokenizer = AutoTokenizer.from_pretrained(root / ENCODER_DIR, use_fast=True)
+        return cls(model.to(target).eval(), tasks, tokenizer, config, target)
+
+    def predict(self, texts: Sequence[str], task: str | None = None) -> list[dict[str, Any]]:
+        """One ``{"input", "task", ...prediction}`` per text; ``task`` defaults to the primary."""
+        name = task or self.config.primary
+        if name not in self.tasks:
+            raise ModelError(f"this model has no task {name!r}: it has {', '.join(self.tasks)}")
+        out = []
+        with torch.inference_mode():
+            for start in range(0, len(texts), CHUNK):
+                out += self._predict_chunk(texts[start:start + CHUNK], name, start)
+        return out
+
+    def _predict_chunk(self, texts: Sequence[str], name: str, offset: int) -> list[dict[str, Any]]:
+        task = self.tasks[name]
+        rows: list[list[Example]] = []
+        for i, text in enumerate(texts):
+            if not isinstance(text, str) or not text.strip():
+                raise DataError(f"input {offset + i + 1}: {text!r}, expected non-empty text")
+            try:
+                rows.append(task.inputs(text))
+            except DataError as exc:
+                raise DataError(f"input {offset + i + 1}: {exc}") from None
+        flat = [ex for group in rows for ex in group]
+        probs = self._row_probs(name, task, flat)
+        out, at = [], 0
+        for text, group in zip(texts, rows):
+            p = np.concatenate(probs[at:at + len(group)])
+            at += len(group)
+            out.append({"input": text, "task": name, **task.decode(p, group)})
+        return out
+
+    def _row_probs(self, name: str, task: Task, rows: list[Example]) -> list[np.ndarray]:
+        """Probabilities per row: (1, C) for sequence rows, (words, C) for a tagging row."""
+        out: list[np.ndarray] = [np.empty(0)] * len(rows)
+        for pair in (False, True):  # a batch is all pairs or all single texts
+            index = [i for i, ex in enumerate(rows) if (ex.text_b is not None) == pair]
+            if not index:
+                continue
+            data = encode([rows[i] for i in index], task.kind, self.tokenizer, self.config.encoder.max_seq_length,
+                          None, task.sentence_side)
+            p = predict_probs(self.model, name, data, self.padding, self.config.eval_batch_size, self.device)
+            sizes = [len(rows[i].label) if task.kind == "tagging" else 1 for i in index]  # type: ignore[arg-type]
+            for i, part in zip(index, np.split(p, np.cumsum(sizes)[:-1])):
+                out[i] = part
+        return out
+
+
+def load_task(spec: str, loadable: str, root: Path, config: TrainConfig) -> Task:
+    base, _, option = loadable.partition(":")
+    if option and (root / option).is_file():
+        loadable = f"{base}:{root / option}"
+    try:
+        return get_task(loadable, Path(config.data_dir), config.protocol)
+    except DataError as exc:
+        raise ModelError(f"model directory {root}: task {spec!r} cannot be rebuilt ({exc})") from None
+
+
+# command line
+
+
+def resolve_model(model: str, tracking_uri: str | None = None) -> Path:
+    """A model directory: ``model`` itself, or an MLflow model URI downloaded (pyfunc artifacts searched)."""
+    if "://" not in model and not model.startswith(("models:/", "runs:/")):
+        root = Path(model)
+        if not root.is_dir():
+            raise ModelError(f"--model {model}: no such directory, expected a model directory or an MLflow URI")
+        return root
+    import mlflow
+    from mlflow.exceptions import MlflowException
+
+    if tracking_uri:
+        mlflow.set_tracking_uri(tracking_uri)
+        mlflow.set_registry_uri(tracking_uri)
+    try:
+        root = Path(mlflow.artifacts.download_artifacts(artifact_uri=model))
+    except MlflowException as exc:
+        raise ModelError(f"--model {model}: {str(exc).splitlines()[0]} (tracking URI {mlflow.get_tracking_uri()})") from None
+    found = [root] if (root / CONFIG_FILE).is_file() else [p.parent for p in sorted(root.glob(f"artifacts/*/{CONFIG_FILE}"))]
+    if len(found) != 1:
+        raise ModelError(f"--model {model}: no model directory in it (expected {CONFIG_FILE} at its root or under artifacts/)")
+    return found[0]
+
+
+def read_inputs(path: Path) -> list[str]:
+    """Non-empty lines of a UTF-8 file."""
+    if not path.is_file():
+        raise DataError(f"--input {path}: no such file, expected UTF-8 text, one input per line")
+    out = []
+    for n, raw in enumerate(path.read_bytes().splitlines(), 1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"{path}:{n}: not UTF-8 ({exc.reason} at byte {exc.start}), expected UTF-8 text") from None
+        if line.strip():
+            out.append(line.rstrip("\r"))
+    if not out:
+        raise DataError(f"--input {path}: no non-empty line, expected one input per line")
+    return out
+
+
+def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def main() -> int:
+    p = ArgumentParser(prog="python -m trainables.predict", description=__doc__)
+    p.add_argument("--model", required=True, help="model directory, or MLflow URI (models:/absa-best/1, runs:/ID/model)")
+    p.add_argument("--input", required=True, type=Path, help="UTF-8 text, one input per non-empty line")
+    p.add_argument("--out", required=True, type=Path, help="JSON lines, one prediction per input")
+    p.add_argument("--task", help="task spec of the model (default: its primary task)")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ and runs:/ (default: $MLFLOW_TRACKING_URI)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    args = p.parse_args()
+    setup_logging()
+    texts = read_inputs(args.input)
+    predictor = Predictor.load(resolve_model(args.model, args.tracking_uri), args.device)
+    records = predictor.predict(texts, args.task)
+    write_jsonl(args.out, records)
+    logger.info("wrote %d predictions of task %s to %s", len(records), records[0]["task"], args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, BAD_INPUT)
