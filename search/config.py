@@ -73,7 +73,7 @@ class SearchConfig:
         if self.auxiliary is not None:
             if not self.auxiliary:
                 raise ConfigError(f"--auxiliary is empty: study {self.study} needs at least one auxiliary task")
-            if study.primary in self.auxiliary:
+            if study.primary in self.auxiliary or study.primary_name in self.auxiliary:
                 raise ConfigError(f"--auxiliary lists the primary task {study.primary!r}")
         if self.protocol not in ("holdout", "thesis"):
             raise ConfigError(f"--protocol {self.protocol!r}: expected holdout or thesis")
@@ -86,6 +86,8 @@ class SearchConfig:
 
         study = get_study(self.study)
         changes: dict = {}
+        if self.preset is not None and study.preset(self.preset).primary:
+            changes["primary"] = study.preset(self.preset).primary
         if self.auxiliary is not None:
             changes["candidates"] = self.auxiliary
         for field, value in (("exponent", self.exponent_range), ("anneal_c", self.anneal_range),
@@ -100,7 +102,7 @@ class SearchConfig:
             return study.objective
         if "/" in self.metric:
             return self.metric if self.metric.endswith(("/mean", "/std")) else f"{self.metric}/mean"
-        return f"{study.primary}/dev/{self.metric}/mean"
+        return f"{study.primary_name}/dev/{self.metric}/mean"
 
     def data_root(self) -> str:
         return self.data_dir or os.environ.get("MTL_DATA_DIR", "data")

@@ -102,6 +102,11 @@ class FinalResult:
                 f"| {r['metric']} | {fmt(r['winner_mean'], r['winner_std'])} | {fmt(r['baseline_mean'], r['baseline_std'])} "
                 f"| {signed(r['diff_mean'])} [{signed(r['diff_low'])}, {signed(r['diff_high'])}] | {r['verdict']} |"
             )
+        published = get_study(self.study).published
+        for source, values in published.items():
+            shown = [f"{r['metric']}={values[r['metric']]:.4f}" for r in self.rows if r["metric"] in values]
+            if shown:
+                lines.append(f"| *published: {source}* (one run, chosen on test) | " + ", ".join(shown) + " | | | |")
         if self.majority:
             lines += ["", "Majority (a constant predictor, the floor any model must beat) on the same test rows: "
                       + ", ".join(f"{k}={v:.4f}" for k, v in self.majority.items() if not math.isnan(v)) + "."]
@@ -213,25 +218,25 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
     if table.empty:
         raise ConfigError(f"study run {name} has no trials in MLflow yet")
     winner_row, baseline_row = choose(table, mode)
-    metrics = primary_test_metrics(table, study.primary)
+    metrics = primary_test_metrics(table, study.primary_name)
     if not metrics:
-        raise ConfigError(f"study run {name}: its trials logged no per-seed {study.primary} test scores")
-    objective_metric = objective_metric_of(objective, study.primary)
+        raise ConfigError(f"study run {name}: its trials logged no per-seed {study.primary_name} test scores")
+    objective_metric = objective_metric_of(objective, study.primary_name)
     seeds = list(range(1, cfg.seeds + 1))
     finals = final_rows(client, experiment.experiment_id, parent.info.run_id)
     contenders = []
     for role, row in (("winner", winner_row), ("baseline", baseline_row)):
         c = Contender(role, row, trial_config(client, row.run_id))
         earlier = [r for _, r in finals.iterrows() if r.get("final_for") == row.run_id] if len(finals) else []
-        collect(c, [row, *earlier], study.primary, metrics)
+        collect(c, [row, *earlier], study.primary_name, metrics)
         contenders.append(c)
     winner, baseline = contenders
     logger.info("winner on dev: %s (%s); baseline: %s (%s)", winner.row.label, fmt(winner.row.objective,
                 winner.row.objective_std), baseline.row.label, fmt(baseline.row.objective, baseline.row.objective_std))
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}
-    majority: dict[str, float] = {}
     if any(missing.values()):
-        majority = train_missing(cfg, parent, name, objective, mode, contenders, missing, study.primary, metrics)
+        train_missing(cfg, parent, objective, contenders, missing, study.primary_name, metrics)
+    majority = test_majority(baseline.config)
     rows, headline = compare(winner, baseline, metrics, seeds, mode, objective_metric)
     result = FinalResult(cfg.study, name, objective, mode, seeds, winner, baseline, rows, headline, majority=majority)
     if cfg.register:
@@ -268,16 +273,26 @@ class _Parent:
         self.info = type("Info", (), {"run_id": run_id})()
 
 
-def train_missing(cfg: FinalizeConfig, parent, name: str, objective: str, mode: str, contenders: list[Contender],
-                  missing: dict[str, list[int]], primary: str, metrics: list[str]) -> dict[str, float]:
-    """Train each contender's missing seeds to full epochs as Tune trials logged to MLflow; returns
-    the majority scores on the primary's test rows."""
+def test_majority(config: TrainConfig) -> dict[str, float]:
+    """The constant predictor's scores on the primary's test rows as the trials saw them (same limit)."""
+    from trainables.batching import limit_rows
+    from trainables.majority import majority_scores
+    from trainables.tasks import get_task
+
+    task = get_task(config.primary, Path(config.data_dir), config.protocol)
+    rows = task.examples("test")
+    return majority_scores(task, [rows[i] for i in limit_rows(len(rows), config.max_eval_examples, task.group_size,
+                                                               first=True)])
+
+
+def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[Contender],
+                  missing: dict[str, list[int]], primary: str, metrics: list[str]) -> None:
+    """Train each contender's missing seeds to full epochs as Tune trials logged to MLflow."""
     from ray import tune
 
     from search.runner import connect_address
     from search.tracking import MLflowTracker
     from trainables.loop import prepare_data
-    from trainables.majority import majority_scores
     from trainables.model import load_tokenizer
     from trainables.tune import data_signature, multitask_trainable
 
@@ -286,8 +301,6 @@ def train_missing(cfg: FinalizeConfig, parent, name: str, objective: str, mode: 
         t for c in contenders for t in c.config.tasks)))
     tokenizer = load_tokenizer(everything.encoder)
     data = prepare_data(everything, tokenizer)
-    test_rows = data[everything.primary].test_examples or []
-    majority = majority_scores(data[everything.primary].task, test_rows)
     points = []
     for c in contenders:
         seeds = missing[c.role]
@@ -336,7 +349,6 @@ def train_missing(cfg: FinalizeConfig, parent, name: str, objective: str, mode: 
             row["checkpoint_dir"] = result.checkpoint.path
         collect(c, [row], primary, metrics)
         c.trained = list(point["seeds"])
-    return majority
 
 
 def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> None:
@@ -402,8 +414,14 @@ def record(client, parent_run_id: str, result: FinalResult) -> None:
 
 
 def final_frame(result: FinalResult) -> pd.DataFrame:
-    return pd.DataFrame([{**r, "winner": result.winner.row.label, "baseline": result.baseline.row.label,
-                          "seeds": list_text(result.seeds)} for r in result.rows])
+    """``final.csv``: one row per primary test metric, then the published single runs beside them."""
+    rows = [{"source": "final", **r, "winner": result.winner.row.label, "baseline": result.baseline.row.label,
+             "seeds": list_text(result.seeds)} for r in result.rows]
+    for source, values in get_study(result.study).published.items():
+        rows += [{"source": f"published: {source}", "metric": r["metric"], "winner_mean": values[r["metric"]]}
+                 for r in result.rows if r["metric"] in values]
+    rows += [{"source": "majority (constant predictor)", "metric": k, "winner_mean": v} for k, v in result.majority.items()]
+    return pd.DataFrame(rows)
 
 
 def main() -> int:

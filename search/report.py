@@ -112,9 +112,9 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
     baseline = done[done.baseline]
     # "semeval/dev/acc_4way/mean" -> dev acc_4way, scored on test too; "train/loss/mean" -> train/loss
     name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
-    on_dev = name.startswith(f"{study.primary}/dev/")
-    metric = name[len(f"{study.primary}/dev/"):] if on_dev else name
-    test_key = f"{study.primary}/test/{metric}"
+    on_dev = name.startswith(f"{study.primary_name}/dev/")
+    metric = name[len(f"{study.primary_name}/dev/"):] if on_dev else name
+    test_key = f"{study.primary_name}/test/{metric}"
     seeds = int(table.seeds.map(lambda s: len(str(s).split(","))).max()) if len(table) else 0
     lines = [f"# Study `{study_name}`: objective `{objective}` ({mode})", ""]
     if context.preset_note:
@@ -159,7 +159,7 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         })
     if study.published:
         keys = sorted({k for v in study.published.values() for k in v})
-        lines += ["", f"Published results on {study.primary} test (single runs, selected as their authors did):", "",
+        lines += ["", f"Published results on {study.primary_name} test (single runs, selected as their authors did):", "",
                   "| source | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
         for source, values in study.published.items():
             lines.append(f"| {source} | " + " | ".join(f"{values[k]:.4f}" if k in values else "–" for k in keys) + " |")

@@ -41,6 +41,9 @@ class Preset:
     batch_size: int = 24
     grace_period: int = 1  # ASHA: epochs every trial gets before it can be stopped
     reduction_factor: int = 2
+    # the primary task's spec at this scale (another construction of the same task, e.g.
+    # "semeval:NLI_M": 5 rows per sentence where QA_B has 25); None: the study's
+    primary: str | None = None
     # lr of every trial that does not search it, the baseline's included (None: the thesis's 2e-5)
     lr: float | None = None
     final_seeds: int = 5  # seeds of the final winner-vs-baseline test comparison (search.finalize)
@@ -79,11 +82,20 @@ class Study:
             self.lr.check("lr", 0.0, 1.0)
         if self.warmup is not None:
             self.warmup.check("warmup", 0.0, 0.99)
+        for name, preset in self.presets.items():
+            if preset.primary is not None and preset.primary.partition(":")[0] != self.primary_name:
+                raise ConfigError(f"study {self.name}: preset {name} primary {preset.primary!r}: expected a construction "
+                                  f"of {self.primary_name!r}")
+
+    @property
+    def primary_name(self) -> str:
+        """The primary task's name, which prefixes its metric keys (``semeval:NLI_M`` -> ``semeval``)."""
+        return self.primary.partition(":")[0]
 
     @property
     def objective(self) -> str:
         """The Tune metric: seed mean of the primary task's dev metric."""
-        return f"{self.primary}/dev/{self.metric}/mean"
+        return f"{self.primary_name}/dev/{self.metric}/mean"
 
     def preset(self, name: str) -> Preset:
         if name not in self.presets:
