@@ -226,6 +226,8 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
     finals = final_rows(client, experiment.experiment_id, parent.info.run_id)
     contenders = []
     for role, row in (("winner", winner_row), ("baseline", baseline_row)):
+        row = row.copy()
+        row["checkpoint_dir"] = trial_checkpoint(params["tune_path"], client.get_run(row.run_id).data.tags.get("trial_id"))
         c = Contender(role, row, trial_config(client, row.run_id))
         earlier = [r for _, r in finals.iterrows() if r.get("final_for") == row.run_id] if len(finals) else []
         collect(c, [row, *earlier], study.primary_name, metrics)
@@ -379,6 +381,24 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
         )
     result.model_of = f"{chosen.row.label}, seed {seed}, the {'winner' if better_w else 'baseline'}: higher dev score over {len(result.seeds)} seeds"
     logger.info("registered %s as %s", result.model_of, result.model_uri)
+
+
+def trial_checkpoint(tune_path: str, trial_id: str | None) -> str:
+    """The last checkpoint folder of a study trial (``trial_<id>/checkpoint_*``), local or URI; "" if none."""
+    import pyarrow.fs as pafs
+
+    if not trial_id:
+        return ""
+    fs, root = pafs.FileSystem.from_uri(tune_path) if "://" in tune_path else (pafs.LocalFileSystem(), tune_path)
+    try:
+        found = fs.get_file_info(pafs.FileSelector(f"{root.rstrip('/')}/trial_{trial_id}", allow_not_found=True))
+    except OSError:
+        return ""
+    folders = sorted(i.path for i in found if i.type == pafs.FileType.Directory and i.base_name.startswith("checkpoint_"))
+    if not folders:
+        return ""
+    prefix = tune_path.split("://", 1)[0] + "://" if "://" in tune_path else ""
+    return prefix + folders[-1]
 
 
 def fetch(location: str, folder: Path) -> Path:
