@@ -171,7 +171,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     if cfg.resume:
         warn_ignored_on_resume(cfg)
         name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
-        from search.report import find_parent
+        from search.tracking import find_parent
 
         _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
         # the data the restored trials need is the original invocation's, whatever the flags say now
