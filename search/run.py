@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-
-# Ray's new console output ignores progress_reporter and prints every result key (hundreds here)
-os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 from search.config import SEARCHES, SearchConfig
+from search.console import quiet_console
 from spaces.studies import STUDIES
 from trainables.cli import run_main, setup_logging
 from trainables.config import ConfigError
@@ -54,7 +51,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
     p.add_argument("--search-seed", type=int, default=0, help="seed of the Optuna sampler")
     p.add_argument("--no-report", action="store_true", help="skip the result table at the end")
-    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
     return p
 
 
@@ -84,6 +81,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
 def main() -> int:
     args = parser().parse_args()
     setup_logging(args.verbose)
+    quiet_console(args.verbose)
     cfg = config_from_args(args)
     from search.runner import run
 

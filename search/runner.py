@@ -88,11 +88,13 @@ def probe_address(address: str) -> None:
 def connect(cfg: SearchConfig) -> None:
     import ray
 
+    from search.console import worker_setup
+
     if cfg.address not in (None, "auto", "local"):
         probe_address(cfg.address)
     try:
         ray.init(address=cfg.address, ignore_reinit_error=True, log_to_driver=True,
-                 include_dashboard=False if cfg.address is None else None)
+                 include_dashboard=False if cfg.address is None else None, runtime_env=worker_setup())
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         raise ConnectionError(f"Ray cluster at --address {cfg.address}: {str(exc).splitlines()[0]}") from None
     nodes = [n for n in ray.nodes() if n.get("Alive")]
@@ -236,7 +238,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
                 callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs)],
                 progress_reporter=tune.CLIReporter(
                     metric_columns={objective: "objective", "epoch": "epoch"},
-                    parameter_columns={"label": "config"}, max_report_frequency=30,
+                    parameter_columns={"label": "trial"}, max_report_frequency=30, max_column_length=32,
                 ),
                 verbose=1,
             ),

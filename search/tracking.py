@@ -106,13 +106,16 @@ def trial_view_url(experiment: str, name: str) -> str:
 
 def share_trial_view(c, experiment: str, name: str, parent_run_id: str, mode: str) -> None:
     """This invocation's trials sorted by the objective, with the columns that tell them apart."""
+    columns = {  # column -> width in pixels (the UI's default cuts run names at ~14 characters)
+        "attributes.`Run Name`": 240, "metrics.`objective`": 100, "metrics.`objective_std`": 110,
+        "tags.`status`": 90, "params.`schema`": 80, "params.`aux`": 130, "params.`exponent`": 80,
+        "params.`anneal_c`": 80, "params.`lr`": 80, "params.`warmup`": 70, "tags.`epochs_trained`": 120,
+    }
     view = {
         "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}'",
         "orderByKey": "metrics.`objective`", "orderByAsc": mode == "min",
-        "selectedColumns": [
-            "metrics.`objective`", "metrics.`objective_std`", "tags.`status`", "params.`schema`", "params.`aux`",
-            "params.`exponent`", "params.`anneal_c`", "params.`lr`", "params.`warmup`", "tags.`epochs_trained`",
-        ],
+        "selectedColumns": [k for k in columns if not k.startswith("attributes.")],
+        "columnOrder": list(columns), "columnWidths": columns,
         "runsExpanded": {parent_run_id: True},
     }
     c.set_experiment_tag(experiment, SHARED_VIEW_PREFIX + name, json.dumps(view))
@@ -141,6 +144,11 @@ def numeric(result: dict[str, Any], objective: str | None) -> dict[str, float]:
     return out
 
 
+def readable(value: float) -> float:
+    """Four significant digits: what a table column shows (``trial_config.json`` keeps every digit)."""
+    return float(f"{value:.4g}")
+
+
 @dataclass(frozen=True)
 class TrialParams:
     """A trial's MLflow params: only what applies and tells trials apart (the whole config is
@@ -166,10 +174,10 @@ class TrialParams:
         weighted = multitask and schema in WEIGHTED
         return cls(
             schema=schema, aux="+".join(t for t in config.tasks if t != config.primary) or "none",
-            lr=config.lr, warmup=config.warmup, batch_size=config.batch_size, epochs=config.epochs,
+            lr=readable(config.lr), warmup=readable(config.warmup), batch_size=config.batch_size, epochs=config.epochs,
             model=config.encoder.model, tasks=",".join(config.tasks), seeds=",".join(map(str, seeds)),
-            exponent=config.sampling.exponent if schema == "power" else None,
-            anneal_c=config.sampling.anneal_c if schema == "anneal" else None,
+            exponent=readable(config.sampling.exponent) if schema == "power" else None,
+            anneal_c=readable(config.sampling.anneal_c) if schema == "anneal" else None,
             weights=",".join(f"{t}={w:g}" for t, w in zip(config.tasks, config.task_weights())) if weighted else None,
         )
 
