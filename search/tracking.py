@@ -15,7 +15,6 @@ key); tags ``status``, ``baseline``, ``trial``, ``epochs_trained``, ``canonical_
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -26,6 +25,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 from ray.tune import Callback
 
+from search.mlflow_view import share_trial_view, training_experiment, trial_view_url
 from spaces.canonical import WEIGHTED
 from trainables.config import ConfigError, TrainConfig
 from trainables.tune import DIVERGED, FAILURE_REASON
@@ -33,11 +33,6 @@ from trainables.tune import DIVERGED, FAILURE_REASON
 logger = logging.getLogger(__name__)
 STATUS_TAG = "status"  # running | completed | pruned | failed
 CONFIG_ARTIFACT = "trial_config.json"
-# MLflow 3.17.2's UI picks GenAI or model-training pages from the ``workflowType`` URL parameter
-# (else the browser's last choice, GenAI by default); this tag is what its own kind selector writes
-EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-# a runs-page view the UI loads from ``?viewStateShareKey=KEY`` (its "share" button writes these tags)
-SHARED_VIEW_PREFIX = "mlflow.sharedViewState."
 
 
 def client(tracking_uri: str):
@@ -76,49 +71,20 @@ def check_tracking_uri(tracking_uri: str) -> None:
         raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {first[:200]}") from None
 
 
-def experiment_id(c, name: str) -> str:
-    """The study's experiment (created on first use), marked as model training, not GenAI."""
-    found = c.get_experiment_by_name(name)
-    experiment = found.experiment_id if found else c.create_experiment(name)
-    if not found or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
-        c.set_experiment_tag(experiment, *EXPERIMENT_KIND)
-    return experiment
-
-
 def start_parent_run(tracking_uri: str, experiment: str, name: str, params: dict[str, Any]) -> str:
     c = client(tracking_uri)
-    experiment = experiment_id(c, experiment)
+    experiment = training_experiment(c, experiment)
     run = c.create_run(experiment, run_name=name, tags={"kind": "study", "tune_experiment": name})
     from mlflow.entities import Param
 
     c.log_batch(run.info.run_id, params=[Param(k, param_text(v)) for k, v in params.items()])
     if "objective" in params:
         share_trial_view(c, experiment, name, run.info.run_id, params.get("mode", "max"))
-        c.set_tag(run.info.run_id, "mlflow.note.content",
-                  f"Trials side by side, best first: open `{trial_view_url(experiment, name)}` in the MLflow UI.")
+        url = trial_view_url(experiment, name)
+        c.set_tag(run.info.run_id, "mlflow.note.content", f"Trials side by side, best first: `{url}` in the MLflow UI.")
+        server = tracking_uri if tracking_uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+        logger.info("MLflow: trials side by side, best first, at %s/%s", server.rstrip("/"), url)
     return run.info.run_id
-
-
-def trial_view_url(experiment: str, name: str) -> str:
-    """The UI address (after ``http://HOST:PORT/``) of an invocation's trials, best first."""
-    return f"#/experiments/{experiment}/runs?workflowType=machine_learning&viewStateShareKey={name}"
-
-
-def share_trial_view(c, experiment: str, name: str, parent_run_id: str, mode: str) -> None:
-    """This invocation's trials sorted by the objective, with the columns that tell them apart."""
-    columns = {  # column -> width in pixels (the UI's default cuts run names at ~14 characters)
-        "attributes.`Run Name`": 240, "metrics.`objective`": 100, "metrics.`objective_std`": 110,
-        "tags.`status`": 90, "params.`schema`": 80, "params.`aux`": 130, "params.`exponent`": 80,
-        "params.`anneal_c`": 80, "params.`lr`": 80, "params.`warmup`": 70, "tags.`epochs_trained`": 120,
-    }
-    view = {
-        "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}'",
-        "orderByKey": "metrics.`objective`", "orderByAsc": mode == "min",
-        "selectedColumns": [k for k in columns if not k.startswith("attributes.")],
-        "columnOrder": list(columns), "columnWidths": columns,
-        "runsExpanded": {parent_run_id: True},
-    }
-    c.set_experiment_tag(experiment, SHARED_VIEW_PREFIX + name, json.dumps(view))
 
 
 def param_text(value: Any) -> str:

@@ -11,10 +11,8 @@ import pytest
 
 from search.progress import TrialLines
 from search.searcher import flat_config
-from search.tracking import (
-    CONFIG_ARTIFACT, EXPERIMENT_KIND, SHARED_VIEW_PREFIX, MLflowTracker, TrialParams, find_parent, start_parent_run,
-    trial_table,
-)
+from search.mlflow_view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
+from search.tracking import CONFIG_ARTIFACT, MLflowTracker, TrialParams, find_parent, start_parent_run, trial_table
 from spaces import canonical, run_name
 from trainables.config import SamplingConfig, TrainConfig
 from trainables.tune import aggregate, seed_values_kept
