@@ -123,6 +123,7 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
     setup_logging()  # worker process: quiet transformers' progress bars, keep our progress lines
     base = TrainConfig.from_dict(config["train"])
     seeds = [int(s) for s in config["seeds"]]
+    objective = metric or config.get("metric", "objective")
     where = placement()
     base = base.with_(device=where["torch_device"])
     torch.set_num_threads(max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1))))
@@ -150,9 +151,8 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
         except DivergedError as exc:
             reason = f"DivergedError: {exc}"
             logger.error("%s diverged: %s", config.get("key", ""), reason)
-            tune.report({**diverged_result(metric or config.get("metric", "objective"), epoch, reason), **where})
+            tune.report({**diverged_result(objective, epoch, reason), **where})
             return
-        objective = metric or config.get("metric", "objective")
         per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score
         metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, base.primary, objective))
         metrics.update(epoch=trainers[0].epoch, **where)
