@@ -223,7 +223,7 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
         raise ConfigError(f"study run {name}: its trials logged no per-seed {study.primary_name} test scores")
     objective_metric = objective_metric_of(objective, study.primary_name)
     seeds = list(range(1, cfg.seeds + 1))
-    finals = final_rows(client, experiment.experiment_id, parent.info.run_id)
+    finals = trial_table(client, experiment.experiment_id, parent, kind=FINAL_KIND)
     contenders = []
     for role, row in (("winner", winner_row), ("baseline", baseline_row)):
         row = row.copy()
@@ -259,20 +259,6 @@ def trial_config(client, run_id: str) -> TrainConfig:
     with tempfile.TemporaryDirectory() as tmp:
         path = client.download_artifacts(run_id, "trial_config.json", tmp)
         return TrainConfig.from_dict(json.loads(Path(path).read_text()))
-
-
-def final_rows(client, experiment_id: str, parent_run_id: str) -> pd.DataFrame:
-    """Earlier finalize runs of this study invocation, in the trial table's layout."""
-    from search.tracking import trial_table
-
-    return trial_table(client, experiment_id, _Parent(parent_run_id), kind=FINAL_KIND)
-
-
-class _Parent:
-    """The two fields ``trial_table`` reads of a parent run."""
-
-    def __init__(self, run_id: str) -> None:
-        self.info = type("Info", (), {"run_id": run_id})()
 
 
 def test_majority(config: TrainConfig) -> dict[str, float]:
@@ -312,7 +298,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
 
         label = f"final {c.role} {c.row.label} seeds {list_text(seeds)}"
         points.append({"train": flat_config(c.config), "seeds": seeds, "key": c.row.canonical_key, "label": label,
-                       "run_name": label, "baseline": c.role == "baseline", "kind": FINAL_KIND,
+                       "baseline": c.role == "baseline", "kind": FINAL_KIND,
                        "final_for": c.row.run_id, "metric": objective})
         logger.info("finalize trains %s seeds %s to %d epochs", c.row.label, list_text(seeds), c.config.epochs)
     storage, _, study_experiment = parent.data.params["tune_path"].rstrip("/").rpartition("/")
@@ -330,7 +316,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
         run_config=tune.RunConfig(
             name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}", storage_path=storage,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-            callbacks=[MLflowTracker(cfg.tracking_uri, parent.info.run_id, epochs, [], objective=objective)],
+            callbacks=[MLflowTracker(cfg.tracking_uri, parent.info.run_id, epochs, [])],
             verbose=0,
         ),
     )

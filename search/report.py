@@ -13,58 +13,16 @@ import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from search import stats
+from search.tracking import find_parent, trial_table
 from spaces import get_study
 from trainables.cli import run_main, setup_logging
 from trainables.config import ConfigError
 
 logger = logging.getLogger("search.report")
-
-
-def find_parent(client, study: str, run_name: str | None):
-    experiment = client.get_experiment_by_name(study)
-    if experiment is None:
-        raise ConfigError(f"no MLflow experiment {study!r} at this tracking URI: run python -m search.run {study} first")
-    query = "tags.kind = 'study'" + (f" and tags.tune_experiment = '{run_name}'" if run_name else "")
-    runs = client.search_runs([experiment.experiment_id], filter_string=query, order_by=["attributes.start_time DESC"],
-                              max_results=1)
-    if not runs:
-        raise ConfigError(f"no study run {run_name or ''} in MLflow experiment {study!r}")
-    return experiment, runs[0]
-
-
-def trial_table(client, experiment_id: str, parent) -> pd.DataFrame:
-    """One row per trial run: config, status, final seed-mean/std of every metric."""
-    objective = parent.data.params["objective"]
-    children = client.search_runs(
-        [experiment_id], filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'", max_results=5000,
-        order_by=["attributes.start_time ASC"],
-    )
-    rows = []
-    for run in children:
-        p, m, t = run.data.params, run.data.metrics, run.data.tags
-        tasks = p.get("tasks", "").split(",")
-        row: dict[str, Any] = {
-            "label": run.info.run_name, "status": t.get("status", "running"), "canonical_key": t.get("canonical_key", ""),
-            "baseline": t.get("baseline") == "true",
-            "auxiliary": "+".join(tasks[1:]) or "(none)", "schema": "single" if len(tasks) == 1 else p.get("sampling.schema"),
-            "exponent": p.get("sampling.exponent"), "anneal_c": p.get("sampling.anneal_c"),
-            "lr": float(p.get("lr", "nan")), "warmup": float(p.get("warmup", "nan")), "batch_size": p.get("batch_size"),
-            "epochs": float(t.get("epochs_trained", m.get("epoch", 0))), "seeds": p.get("seeds", ""),
-            "node": t.get("hostname", ""), "device": t.get("device", ""),
-            "objective": m.get(objective, math.nan), "objective_std": m.get(objective[: -len("mean")] + "std", math.nan),
-            "start_time": run.info.start_time,
-        }
-        for key, value in m.items():
-            if key.endswith("/mean") and ("/test/" in key or "/dev/" in key):
-                row[key[: -len("/mean")]] = value
-                row[key[: -len("/mean")] + " std"] = m.get(key[: -len("mean")] + "std", math.nan)
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def fmt(mean: float, std: float) -> str:

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-
-# Ray's new console output ignores progress_reporter and prints every result key (hundreds here)
-os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 
 from search.config import SEARCHES, SearchConfig
+from search.console import quiet_console
 from spaces.studies import STUDIES
 from trainables.cli import run_main, setup_logging
 from trainables.config import ConfigError
@@ -58,7 +55,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-finalize", action="store_true",
                    help="skip the final test comparison of winner and baseline (python -m search.finalize runs it later)")
     p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
-    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
     return p
 
 
@@ -89,6 +86,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
 def main() -> int:
     args = parser().parse_args()
     setup_logging(args.verbose)
+    quiet_console(args.verbose)
     cfg = config_from_args(args)
     from search.runner import run
 

@@ -148,13 +148,15 @@ def connect_address(address: str | None) -> None:
     """
     import ray
 
+    from search.console import worker_setup
+
     if ray.is_initialized():
         return
     if address not in (None, "auto", "local"):
         probe_address(address)
     try:
         ray.init(address=address or "local", ignore_reinit_error=True, log_to_driver=True,
-                 include_dashboard=False if address in (None, "local") else None)
+                 include_dashboard=False if address in (None, "local") else None, runtime_env=worker_setup())
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         raise ConnectionError(f"Ray cluster at --address {address}: {str(exc).splitlines()[0]}") from None
 
@@ -240,7 +242,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     if cfg.resume:
         warn_ignored_on_resume(cfg)
         name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
-        from search.report import find_parent
+        from search.tracking import find_parent
 
         _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
         # the data the restored trials need is the original invocation's, whatever the flags say now
@@ -314,7 +316,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
                 callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs)],
                 progress_reporter=tune.CLIReporter(
                     metric_columns={objective: "objective", "epoch": "epoch"},
-                    parameter_columns={"label": "config"}, max_report_frequency=30,
+                    parameter_columns={"label": "trial"}, max_report_frequency=30, max_column_length=32,
                 ),
                 verbose=1,
             ),

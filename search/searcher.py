@@ -19,7 +19,7 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from spaces import Study, apply_choices, baseline_choices, canonical, canonical_key, define_space, describe
+from spaces import Study, apply_choices, baseline_choices, canonical, canonical_key, define_space, run_name
 from spaces.canonical import flatten
 from trainables.config import TrainConfig
 from trainables.tune import DIVERGED
@@ -64,8 +64,12 @@ class CanonicalOptunaSearch(OptunaSearch):
             key = canonical_key(config)
             if key not in self.first_trial:
                 self.first_trial[key], self.key_of[trial_id] = trial_id, key
+                ot_trial = self._ot_trials[trial_id]
+                name = run_name(ot_trial.number, config, key == self.baseline_key)
+                ot_trial.set_user_attr("run_name", name)
+                ot_trial.set_user_attr("canonical_key", key)
                 return {
-                    "train": flat_config(config), "key": key, "label": describe(config),
+                    "train": flat_config(config), "key": key, "label": name, "number": ot_trial.number,
                     "choices": flatten(choices), "baseline": key == self.baseline_key,
                 }
             # a repeat: park its Optuna trial under another id and answer it from the first

@@ -3,7 +3,14 @@
 Logging happens in the Tune driver (a Tune callback), which is the one place
 that knows a trial's fate (completed, pruned by ASHA, failed); workers only
 report results. The callback pickles without its client, so a restored study
-(``Tuner.restore``) keeps logging into the same runs.
+(``Tuner.restore``) keeps logging into the same runs. Reading the records back
+(:func:`find_parent`, :func:`trial_table`) lives here too, beside the writing.
+
+A trial's run: name ``t03 sst2+pos square``; params :class:`TrialParams`; metrics per
+epoch (step = epoch) ``objective``, ``objective_std`` and every result key as ``k/mean``,
+``k/std`` (two seeds or more), ``k/seed<S>`` (the primary's scores and the objective's
+key); tags ``status``, ``baseline``, ``trial``, ``epochs_trained``, ``canonical_key``,
+``kind``; artifact ``trial_config.json`` (the flat TrainConfig, for retraining).
 """
 
 from __future__ import annotations
@@ -11,15 +18,21 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Any
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping, Sequence
 
+import pandas as pd
 from ray.tune import Callback
 
+from search.mlflow_view import share_trial_view, training_experiment, trial_view_url
+from spaces.canonical import WEIGHTED
+from trainables.config import ConfigError, TrainConfig
 from trainables.tune import DIVERGED, FAILURE_REASON
 
 logger = logging.getLogger(__name__)
 STATUS_TAG = "status"  # running | completed | pruned | failed
-SKIP_PARAMS = {"data_dir", "device", "seed"}
+CONFIG_ARTIFACT = "trial_config.json"
 
 
 def client(tracking_uri: str):
@@ -60,12 +73,17 @@ def check_tracking_uri(tracking_uri: str) -> None:
 
 def start_parent_run(tracking_uri: str, experiment: str, name: str, params: dict[str, Any]) -> str:
     c = client(tracking_uri)
-    found = c.get_experiment_by_name(experiment)
-    experiment_id = found.experiment_id if found else c.create_experiment(experiment)
-    run = c.create_run(experiment_id, run_name=name, tags={"kind": "study", "tune_experiment": name})
+    experiment = training_experiment(c, experiment)
+    run = c.create_run(experiment, run_name=name, tags={"kind": "study", "tune_experiment": name})
     from mlflow.entities import Param
 
     c.log_batch(run.info.run_id, params=[Param(k, param_text(v)) for k, v in params.items()])
+    if "objective" in params:
+        share_trial_view(c, experiment, name, run.info.run_id, params.get("mode", "max"))
+        url = trial_view_url(experiment, name)
+        c.set_tag(run.info.run_id, "mlflow.note.content", f"Trials side by side, best first: `{url}` in the MLflow UI.")
+        server = tracking_uri if tracking_uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+        logger.info("MLflow: trials side by side, best first, at %s/%s", server.rstrip("/"), url)
     return run.info.run_id
 
 
@@ -77,12 +95,70 @@ def param_text(value: Any) -> str:
     return str(value)[:6000]
 
 
-def numeric(result: dict[str, Any]) -> dict[str, float]:
-    return {
+def numeric(result: dict[str, Any], objective: str | None) -> dict[str, float]:
+    """The metrics of one result: ours (slashed keys; Tune's bookkeeping and ``epoch``, the
+    step, stay out) plus ``objective`` and ``objective_std`` named as such."""
+    out = {
         k: float(v) for k, v in result.items()
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
-        and ("/" in k or k == "epoch")  # our metrics; Tune's own bookkeeping keys stay out
+        if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
     }
+    if objective and objective in out:
+        out["objective"] = out[objective]
+        std = objective[: -len("/mean")] + "/std" if objective.endswith("/mean") else None
+        if std in out:
+            out["objective_std"] = out[std]
+    return out
+
+
+def readable(value: float) -> float:
+    """Four significant digits: what a table column shows (``trial_config.json`` keeps every digit)."""
+    return float(f"{value:.4g}")
+
+
+@dataclass(frozen=True)
+class TrialParams:
+    """A trial's MLflow params: only what applies and tells trials apart (the whole config is
+    the ``trial_config.json`` artifact)."""
+
+    schema: str  # "single" for one task
+    aux: str  # "sst2+pos" or "none"
+    lr: float
+    warmup: float
+    batch_size: int
+    epochs: int
+    model: str
+    tasks: str
+    seeds: str
+    exponent: float | None = None  # power only
+    anneal_c: float | None = None  # anneal only
+    weights: str | None = None  # schemas that read the weights, with more than one task
+
+    @classmethod
+    def of(cls, config: TrainConfig, seeds: Sequence[int]) -> "TrialParams":
+        multitask = len(config.tasks) > 1
+        schema = config.sampling.schema if multitask else "single"
+        weighted = multitask and schema in WEIGHTED
+        return cls(
+            schema=schema, aux="+".join(t for t in config.tasks if t != config.primary) or "none",
+            lr=readable(config.lr), warmup=readable(config.warmup), batch_size=config.batch_size, epochs=config.epochs,
+            model=config.encoder.model, tasks=",".join(config.tasks), seeds=",".join(map(str, seeds)),
+            exponent=readable(config.sampling.exponent) if schema == "power" else None,
+            anneal_c=readable(config.sampling.anneal_c) if schema == "anneal" else None,
+            weights=",".join(f"{t}={w:g}" for t, w in zip(config.tasks, config.task_weights())) if weighted else None,
+        )
+
+    def to_params(self) -> dict[str, str]:
+        return {k: str(v) for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> "TrialParams":
+        types = {"lr": float, "warmup": float, "batch_size": int, "epochs": int, "exponent": float, "anneal_c": float}
+        values = {f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls) if f.name in params}
+        try:
+            return cls(**values)
+        except TypeError:
+            raise ConfigError(f"MLflow params {sorted(params)}: not a trial's (expected {[f.name for f in fields(cls)]})") from None
+
 
 
 class MLflowTracker(Callback):
@@ -91,9 +167,10 @@ class MLflowTracker(Callback):
         self.max_epochs, self.seeds = max_epochs, seeds
         self.runs: dict[str, str] = {}  # Tune trial id -> MLflow run id
         self._client = None
+        self._parent = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_client": None}
+        return {**self.__dict__, "_client": None, "_parent": None}
 
     @property
     def client(self):
@@ -101,54 +178,66 @@ class MLflowTracker(Callback):
             self._client = client(self.tracking_uri)
         return self._client
 
+    @property
+    def parent(self):
+        if self._parent is None:
+            self._parent = self.client.get_run(self.parent_run_id)
+        return self._parent
+
     def _run_id(self, trial) -> str:
         if trial.trial_id in self.runs:
             return self.runs[trial.trial_id]
         c = self.client
-        parent = c.get_run(self.parent_run_id)
         # a restored study may have created this trial's run before the driver died
         found = c.search_runs(
-            [parent.info.experiment_id],
+            [self.parent.info.experiment_id],
             filter_string=f"tags.`mlflow.parentRunId` = '{self.parent_run_id}' and tags.trial_id = '{trial.trial_id}'",
         )
         if found:
             run_id = found[0].info.run_id
             c.set_terminated(run_id, "RUNNING")
         else:
-            cfg = {**trial.config, **trial.config.get("trial", {})}
-            run = c.create_run(
-                parent.info.experiment_id,
-                run_name=cfg.get("label", trial.trial_id),
-                tags={
-                    "mlflow.parentRunId": self.parent_run_id, "trial_id": trial.trial_id,
-                    "canonical_key": cfg.get("key", ""), STATUS_TAG: "running", "kind": "trial",
-                    "baseline": str(bool(cfg.get("baseline", False))).lower(),
-                },
-            )
-            run_id = run.info.run_id
-            params = {k: v for k, v in cfg.get("train", {}).items() if k not in SKIP_PARAMS}
-            params.update({f"choice/{k}": v for k, v in cfg.get("choices", {}).items()})
-            params["seeds"] = ",".join(map(str, cfg.get("seeds", self.seeds)))
-            from mlflow.entities import Param
-
-            c.log_batch(run_id, params=[Param(k, param_text(v)) for k, v in params.items()])
+            run_id = self._create_run(trial)
         self.runs[trial.trial_id] = run_id
+        return run_id
+
+    def _create_run(self, trial) -> str:
+        from mlflow.entities import Param
+
+        cfg = {**trial.config, **trial.config.get("trial", {})}
+        tags = {
+            "mlflow.parentRunId": self.parent_run_id, "trial_id": trial.trial_id, "kind": cfg.get("kind", "trial"),
+            "canonical_key": cfg.get("key", ""), STATUS_TAG: "running", "epochs_trained": "0",
+            "baseline": str(bool(cfg.get("baseline", False))).lower(),
+        }
+        if cfg.get("number") is not None:
+            tags["trial"] = str(cfg["number"])
+        if cfg.get("final_for"):  # seeds search.finalize trained for that trial's config
+            tags["final_for"] = cfg["final_for"]
+        run_id = self.client.create_run(self.parent.info.experiment_id, run_name=cfg.get("label", trial.trial_id),
+                                        tags=tags).info.run_id
+        params = TrialParams.of(TrainConfig.from_dict(cfg["train"]), cfg.get("seeds", self.seeds)).to_params()
+        self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
+        self.client.log_dict(run_id, cfg["train"], CONFIG_ARTIFACT)
         return run_id
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self._run_id(trial)
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
-        from mlflow.entities import Metric
+        from mlflow.entities import Metric, RunTag
 
         run_id, step = self._run_id(trial), int(result.get("epoch", result.get("training_iteration", 0)))
         stamp = int(result.get("timestamp", 0) * 1000)
-        metrics = [Metric(k, v, stamp, step) for k, v in numeric(result).items()]
+        objective = self.parent.data.params.get("objective")
+        metrics = [Metric(k, v, stamp, step) for k, v in numeric(result, objective).items()]
+        tags = [RunTag(tag, str(result[tag])) for tag in (
+            "node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested", "restored_from_epoch",
+        ) if tag in result]
+        if not result.get(DIVERGED):
+            tags.append(RunTag("epochs_trained", str(step)))
         for start in range(0, len(metrics), 900):  # MLflow takes at most 1000 per batch
-            self.client.log_batch(run_id, metrics=metrics[start:start + 900])
-        for tag in ("node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested", "restored_from_epoch"):
-            if tag in result:
-                self.client.set_tag(run_id, tag, str(result[tag]))
+            self.client.log_batch(run_id, metrics=metrics[start:start + 900], tags=tags if start == 0 else [])
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         result = trial.last_result or {}
@@ -185,3 +274,60 @@ def error_reason(trial) -> str:
             pass
     lines = [line for line in str(text).strip().splitlines() if line.strip()]
     return lines[-1].strip() if lines else "unknown error"
+
+
+# -- reading the records back ---------------------------------------------------
+def find_parent(client, study: str, run_name: str | None):
+    """The study's experiment and its invocation's parent run (the latest when unnamed)."""
+    experiment = client.get_experiment_by_name(study)
+    if experiment is None:
+        raise ConfigError(f"no MLflow experiment {study!r} at this tracking URI: run python -m search.run {study} first")
+    query = "tags.kind = 'study'" + (f" and tags.tune_experiment = '{run_name}'" if run_name else "")
+    runs = client.search_runs([experiment.experiment_id], filter_string=query, order_by=["attributes.start_time DESC"],
+                              max_results=1)
+    if not runs:
+        raise ConfigError(f"no study run {run_name or ''} in MLflow experiment {study!r}")
+    return experiment, runs[0]
+
+
+SEED_KEY = re.compile(r"^(?P<name>.+)/seed(?P<seed>\d+)$")
+
+
+def trial_table(client, experiment_id: str, parent, kind: str = "trial") -> pd.DataFrame:
+    """One row per trial run of ``parent``: its config, status, and the last epoch's objective and
+    ``{task}/{dev,test}/{metric}`` scores (mean, ``"... std"``, per-seed ``.../seed<S>``).
+    ``kind``: ``trial`` (the search's) or ``final`` (the seeds ``search.finalize`` trained)."""
+    objective = parent.data.params["objective"]
+    objective_name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
+    children = client.search_runs(
+        [experiment_id], max_results=5000, order_by=["attributes.start_time ASC"],
+        filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}' and tags.kind = '{kind}'",
+    )
+    return pd.DataFrame([trial_row(run, objective_name) for run in children])
+
+
+def trial_row(run, objective_name: str) -> dict[str, Any]:
+    t, m = run.data.tags, run.data.metrics
+    p = TrialParams.from_params(run.data.params)
+    row: dict[str, Any] = {
+        "trial": int(t.get("trial", -1)), "label": run.info.run_name, "run_id": run.info.run_id,
+        "status": t.get(STATUS_TAG, "running"), "canonical_key": t.get("canonical_key", ""),
+        "baseline": t.get("baseline") == "true", "auxiliary": p.aux, "schema": p.schema,
+        "exponent": math.nan if p.exponent is None else p.exponent,
+        "anneal_c": math.nan if p.anneal_c is None else p.anneal_c,
+        "lr": p.lr, "warmup": p.warmup, "batch_size": p.batch_size, "epochs": int(t.get("epochs_trained", 0)),
+        "seeds": p.seeds, "node": t.get("hostname", ""), "device": t.get("device", ""),
+        "objective": m.get("objective", math.nan), "objective_std": m.get("objective_std", math.nan),
+        "start_time": run.info.start_time, "final_for": t.get("final_for", ""),
+    }
+    for key, value in sorted(m.items()):
+        name = key[: -len("/mean")]
+        if key.endswith("/mean") and ("/dev/" in key or "/test/" in key):
+            row[name] = value
+            row[name + " std"] = m.get(name + "/std", math.nan)
+        seeded = SEED_KEY.match(key)
+        if seeded and seeded["name"] == objective_name:
+            row[f"objective/seed{seeded['seed']}"] = value
+        if seeded and ("/dev/" in key or "/test/" in key):
+            row[key] = value
+    return row

@@ -74,16 +74,31 @@ def canonical(config: TrainConfig) -> TrainConfig:
     return replace(config, sampling=sampling)
 
 
+def schema_label(config: TrainConfig, digits: int = 3) -> str:
+    """``single`` for one task, else the schema with its own parameter: ``power(a=1.3)``."""
+    s = config.sampling
+    if len(config.tasks) == 1:
+        return "single"
+    if s.schema == "power":
+        return f"power(a={s.exponent:.{digits}g})"
+    if s.schema == "anneal":
+        return f"anneal(c={s.anneal_c:.{digits}g})"
+    return s.schema
+
+
 def describe(config: TrainConfig) -> str:
     """A short human label: ``semeval+sst2+pos anneal(c=0.50) lr=2e-05 wu=0.10 bs=24``."""
-    s = config.sampling
-    schema = (
-        "single" if len(config.tasks) == 1
-        else f"power(a={s.exponent:.3g})" if s.schema == "power"
-        else f"anneal(c={s.anneal_c:.3g})" if s.schema == "anneal"
-        else s.schema
-    )
-    return f"{'+'.join(config.tasks)} {schema} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+    return f"{'+'.join(config.tasks)} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+
+
+def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
+    """A trial's one name (MLflow run, console, Optuna): ``t03 sst2+pos square``, ``t00 baseline``.
+
+    The number (Optuna's) tells trials apart; the rest says what differs at a glance.
+    """
+    auxiliary = "+".join(t for t in config.tasks if t != config.primary)
+    short = "baseline" if baseline else f"{auxiliary} {schema_label(config, 2)}".strip()
+    return f"t{number:02d} {short}"
 
 
 def canonical_key(config: TrainConfig) -> str:

@@ -1,9 +1,10 @@
 """Ray Tune function trainable: one trial trains one canonical config under K seeds.
 
 The only core module that imports Ray. Every epoch it reports, for every
-metric, the seed mean, standard deviation and per-seed values (ASHA decides on
-the mean), and checkpoints every seed's full training state, so a retried or
-restored trial continues where it stopped with the result it would have had.
+metric, the seed mean and standard deviation (ASHA decides on the mean), the
+per-seed values of the primary task's scores and of the objective, and
+checkpoints every seed's full training state, so a retried or restored trial
+continues where it stopped with the result it would have had.
 
 A diverged run (NaN loss) is not an error for Tune: retrying it from its last
 checkpoint would diverge again, so the trial reports one final result flagged
@@ -17,7 +18,7 @@ import os
 import socket
 import tempfile
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -33,11 +34,13 @@ DIVERGED = "diverged"  # result key: 1.0 on the final result of a trial whose lo
 FAILURE_REASON = "failure_reason"
 
 
-def aggregate(per_seed: Sequence[dict[str, float]], seeds: Sequence[int]) -> dict[str, float]:
-    """``{k: v}`` per seed -> ``{k/mean, k/std, k/seed<S>}`` (sample std; 0 for one value).
+def aggregate(per_seed: Sequence[dict[str, float]], seeds: Sequence[int],
+              keep_seeds: Callable[[str], bool] = lambda key: True) -> dict[str, float]:
+    """``{k: v}`` per seed -> ``{k/mean, k/std, k/seed<S>}``.
 
     A key some seeds lack (a task that drew no batch in that seed's epoch) or hold as NaN
-    is summarised over the seeds that have a value.
+    is summarised over the seeds that have a value; ``k/std`` (sample std) only where at
+    least two seeds have one, and ``k/seed<S>`` only for the keys ``keep_seeds`` accepts.
     """
     out: dict[str, float] = {}
     keys = dict.fromkeys(k for m in per_seed for k in m)  # union, first-seen order
@@ -45,11 +48,19 @@ def aggregate(per_seed: Sequence[dict[str, float]], seeds: Sequence[int]) -> dic
         values = np.array([m.get(key, np.nan) for m in per_seed], dtype=np.float64)
         present = values[~np.isnan(values)]
         out[f"{key}/mean"] = float(present.mean()) if len(present) else float("nan")
-        out[f"{key}/std"] = float(present.std(ddof=1)) if len(present) > 1 else 0.0
-        for seed, v in zip(seeds, values):
-            if not np.isnan(v):
-                out[f"{key}/seed{seed}"] = float(v)
+        if len(present) > 1:
+            out[f"{key}/std"] = float(present.std(ddof=1))
+        if keep_seeds(key):
+            for seed, v in zip(seeds, values):
+                if not np.isnan(v):
+                    out[f"{key}/seed{seed}"] = float(v)
     return out
+
+
+def seed_values_kept(key: str, primary: str, objective: str) -> bool:
+    """Per-seed values are reported for the primary task's scores and the objective only:
+    the rest (losses, task distributions) would bury them in the tracker's columns."""
+    return key.startswith((f"{primary}/dev/", f"{primary}/test/")) or f"{key}/mean" == objective
 
 
 def placement() -> dict[str, Any]:
@@ -112,6 +123,7 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
     setup_logging()  # worker process: quiet transformers' progress bars, keep our progress lines
     base = TrainConfig.from_dict(config["train"])
     seeds = [int(s) for s in config["seeds"]]
+    objective = metric or config.get("metric", "objective")
     where = placement()
     base = base.with_(device=where["torch_device"])
     torch.set_num_threads(max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1))))
@@ -139,9 +151,10 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
         except DivergedError as exc:
             reason = f"DivergedError: {exc}"
             logger.error("%s diverged: %s", config.get("key", ""), reason)
-            tune.report({**diverged_result(metric or config.get("metric", "objective"), epoch, reason), **where})
+            tune.report({**diverged_result(objective, epoch, reason), **where})
             return
-        metrics: dict[str, Any] = aggregate(per_seed, seeds)
+        per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score
+        metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, base.primary, objective))
         metrics.update(epoch=trainers[0].epoch, **where)
         with tempfile.TemporaryDirectory() as directory:
             for seed, trainer in zip(seeds, trainers):

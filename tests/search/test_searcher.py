@@ -5,8 +5,8 @@ import pytest
 from optuna.trial import TrialState
 
 from search.searcher import CanonicalOptunaSearch
-from spaces import apply_choices, baseline_choices, canonical, get_study
-from trainables.config import TrainConfig
+from spaces import apply_choices, baseline_choices, canonical, get_study, run_name
+from trainables.config import SamplingConfig, TrainConfig
 
 STUDY = get_study("absa")
 BASE = TrainConfig(tasks=("semeval",), primary="semeval", epochs=3)
@@ -66,7 +66,29 @@ def test_suggestion_carries_canonical_train_config():
     s = searcher()
     out = s.suggest("a")
     cfg = TrainConfig.from_dict(out["train"])
-    assert cfg.tasks == ("semeval",) and cfg.epochs == 3 and out["label"].startswith("semeval single")
+    assert cfg.tasks == ("semeval",) and cfg.epochs == 3 and out["label"] == "t00 baseline" and out["number"] == 0
+    ot_trial = s._ot_study.trials[0]
+    assert ot_trial.user_attrs["run_name"] == "t00 baseline" and ot_trial.user_attrs["canonical_key"] == out["key"]
+
+
+def test_trials_are_named_by_their_optuna_number():
+    single_square = {**baseline_choices(STUDY), "schema": "square"}  # a repeat of the baseline: skipped
+    s = searcher(points=[baseline_choices(STUDY), single_square])
+    s.suggest("a")
+    second = s.suggest("b")
+    cfg = TrainConfig.from_dict(second["train"])
+    assert second["number"] == 2  # Optuna's number 1 went to the repeat, answered without training
+    assert second["label"] == run_name(2, cfg, baseline=False) and second["label"].startswith("t02 ")
+
+
+def test_run_names():
+    three = BASE.with_(tasks=("semeval", "sst2", "pos"))
+    assert run_name(3, three.with_(sampling=SamplingConfig("square")), False) == "t03 sst2+pos square"
+    two = BASE.with_(tasks=("semeval", "sst2"))
+    assert run_name(5, two.with_(sampling=SamplingConfig("anneal", anneal_c=0.7391)), False) == "t05 sst2 anneal(c=0.74)"
+    assert run_name(7, two.with_(sampling=SamplingConfig("power", exponent=1.31)), False) == "t07 sst2 power(a=1.3)"
+    assert run_name(12, BASE.with_(lr=5e-5), False) == "t12 single"
+    assert run_name(0, BASE, True) == "t00 baseline"
 
 
 @pytest.mark.parametrize("outcome", ["complete", "pruned", "failed", "diverged"])

@@ -1,6 +1,7 @@
 """End to end: ``python -m search.run`` on a tiny random encoder, real Ray, MLflow and Optuna."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -50,7 +51,7 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
     r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2"), cwd=tmp_path,
                        env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert r.stdout.count("[trial ") == 4  # one line per finished trial
+    assert len(re.findall(r"^\[t\d\d\] ", r.stdout, re.M)) == 4, r.stdout[-3000:]  # one line per finished trial
 
     client, parents, children = runs(tmp_path)
     assert len(parents) == 1 and len(children) == 4
@@ -63,19 +64,24 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
         assert tags["mlflow.parentRunId"] == parent.info.run_id
         assert tags["status"] in ("completed", "pruned") and tags["canonical_key"]
         assert tags["device"] == "cpu" and tags["node_ip"] and tags["hostname"]
-        assert params["tasks"].startswith("semeval") and "sampling.schema" in params
-        assert {"train/loss/mean", "train/loss/std", "train/loss/seed1", "train/loss/seed2",
-                "semeval/dev/acc_4way/mean", "sampling/p/semeval/mean"} <= set(metrics)
+        assert params["tasks"].startswith("semeval") and {"schema", "aux", "lr", "warmup", "seeds"} <= set(params)
+        assert child.info.run_name.startswith(f"t{int(tags['trial']):02d} ")
+        assert {"objective", "objective_std", "train/loss/mean", "train/loss/std", "train/loss/seed1",
+                "train/loss/seed2", "semeval/dev/acc_4way/mean", "semeval/dev/acc_4way/seed2",
+                "sampling/p/semeval/mean"} <= set(metrics)
         history = client.get_metric_history(child.info.run_id, "train/loss/mean")
         assert [m.step for m in history] == list(range(1, int(tags["epochs_trained"]) + 1))
     (baseline,) = [c for c in children if c.data.tags.get("baseline") == "true"]
-    assert baseline.data.tags["status"] == "completed"
+    assert baseline.data.tags["status"] == "completed" and baseline.info.run_name == "t00 baseline"
+    assert baseline.data.params["schema"] == "single" and baseline.data.params["aux"] == "none"
     assert client.get_run(parent.info.run_id).info.status == "FINISHED"
 
     # ASHA's stops reach Optuna as PRUNED, finished trials as COMPLETE
     status = {c.data.tags["canonical_key"]: c.data.tags["status"] for c in children}
     trials = optuna_trials(tmp_path)
     by_key = {t.user_attrs["canonical_key"]: t.state for t in trials if "duplicate_of" not in t.user_attrs}
+    names = {t.user_attrs["run_name"] for t in trials if "duplicate_of" not in t.user_attrs}
+    assert names == {c.info.run_name for c in children}  # one numbering: Optuna's
     assert by_key == {k: TrialState.PRUNED if s == "pruned" else TrialState.COMPLETE for k, s in status.items()}
     assert list(status.values()).count("pruned") >= 1, "ASHA pruned nothing: the test would prove nothing"
 
@@ -101,7 +107,7 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     deadline = time.time() + 300
     for line in proc.stdout:  # interrupt (Ctrl-C) once the first trial has finished
         seen.append(line)
-        if line.startswith("[trial 1]") or time.time() > deadline:
+        if re.match(r"\[t\d\d\] ", line) or time.time() > deadline:
             break
     os.killpg(proc.pid, signal.SIGINT)
     rest, _ = proc.communicate(timeout=300)

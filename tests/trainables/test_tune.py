@@ -2,15 +2,26 @@
 
 import pytest
 
-from trainables.tune import aggregate
+from trainables.tune import aggregate, seed_values_kept
 
 
 def test_aggregate_mean_std_and_per_seed():
-    out = aggregate([{"a/dev/acc": 0.5, "epoch": 1.0}, {"a/dev/acc": 0.7, "epoch": 1.0}], [11, 12])
+    out = aggregate([{"a/dev/acc": 0.5, "t/loss": 1.0}, {"a/dev/acc": 0.7, "t/loss": 2.0}], [11, 12],
+                    keep_seeds=lambda k: k.startswith("a/"))
     assert out["a/dev/acc/mean"] == pytest.approx(0.6)
     assert out["a/dev/acc/std"] == pytest.approx(0.1414213, rel=1e-5)  # sample std over seeds
     assert (out["a/dev/acc/seed11"], out["a/dev/acc/seed12"]) == (0.5, 0.7)
-    assert aggregate([{"x": 1.0}], [3])["x/std"] == 0.0
+    assert set(out) == {"a/dev/acc/mean", "a/dev/acc/std", "a/dev/acc/seed11", "a/dev/acc/seed12",
+                        "t/loss/mean", "t/loss/std"}
+    assert aggregate([{"x": 1.0}], [3]) == {"x/mean": 1.0, "x/seed3": 1.0}  # one value has no spread
+    assert aggregate([{"x": float("nan")}, {"x": 2.0}], [1, 2]) == {"x/mean": 2.0, "x/seed2": 2.0}
+
+
+def test_per_seed_values_only_for_primary_scores_and_objective():
+    kept = [k for k in ("semeval/dev/acc_4way", "semeval/test/acc_2way", "sst2/dev/acc", "train/loss",
+                        "train/semeval/loss", "sampling/p/semeval", "semevalx/dev/acc")
+            if seed_values_kept(k, "semeval", "train/loss/mean")]
+    assert kept == ["semeval/dev/acc_4way", "semeval/test/acc_2way", "train/loss"]
 
 
 def test_aggregate_over_seeds_that_have_the_key():
