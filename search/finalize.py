@@ -184,7 +184,9 @@ def collect(contender: Contender, rows: list[pd.Series], primary: str, metrics: 
 
 # -- comparing --------------------------------------------------------------------
 def compare(winner: Contender, baseline: Contender, metrics: list[str], seeds: list[int], mode: str,
-            objective_metric: str | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+            objective_metric: str | None, fallback: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Per metric the paired comparison; the headline is the objective's metric (where the objective
+    is a primary dev metric), else ``fallback`` (the study's metric), else the first."""
     rows = []
     for m in metrics:
         w = [winner.test.get(m, {}).get(s, math.nan) for s in seeds]
@@ -199,7 +201,8 @@ def compare(winner: Contender, baseline: Contender, metrics: list[str], seeds: l
             "diff_mean": d.mean, "diff_std": d.std, "diff_low": d.low, "diff_high": d.high, "n": d.n,
             "method": d.method, "verdict": stats.verdict(d, direction),
         })
-    headline = next((r for r in rows if r["metric"] == objective_metric), rows[0])
+    wanted = objective_metric or fallback
+    headline = next((r for r in rows if r["metric"] == wanted), rows[0])
     return rows, headline
 
 
@@ -239,7 +242,7 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
     if any(missing.values()):
         train_missing(cfg, parent, objective, contenders, missing, study.primary_name, metrics)
     majority = test_majority(baseline.config)
-    rows, headline = compare(winner, baseline, metrics, seeds, mode, objective_metric)
+    rows, headline = compare(winner, baseline, metrics, seeds, mode, objective_metric, study.metric)
     result = FinalResult(cfg.study, name, objective, mode, seeds, winner, baseline, rows, headline, majority=majority)
     if cfg.register:
         register(cfg, parent.info.run_id, result)

@@ -100,10 +100,13 @@ def main() -> int:
         from spaces import get_study
 
         seeds = cfg.final_seeds or get_study(cfg.study).preset(outcome["preset"]).final_seeds
-        final = finalize(FinalizeConfig(
-            cfg.study, outcome["name"], seeds, outcome["tracking_uri"], cpus_per_trial=cfg.cpus_per_trial,
-            gpus_per_trial=cfg.gpus_per_trial, max_concurrent=cfg.max_concurrent, address=cfg.address,
-        ))
+        try:
+            final = finalize(FinalizeConfig(
+                cfg.study, outcome["name"], seeds, outcome["tracking_uri"], cpus_per_trial=cfg.cpus_per_trial,
+                gpus_per_trial=cfg.gpus_per_trial, max_concurrent=cfg.max_concurrent, address=cfg.address,
+            ))
+        except ConfigError as exc:  # e.g. ASHA stopped every multitask trial: the search itself stands
+            logger.warning("no final comparison: %s", exc)
     if cfg.report:
         from search.report import build_report
 

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import mlflow
+import pandas as pd
 import optuna
 import pytest
 from optuna.trial import TrialState
@@ -48,7 +49,7 @@ def optuna_trials(tmp: Path):
 @pytest.mark.slow
 def test_tiny_study_end_to_end(tmp_path, tiny_bert):
     # two at a time: the baseline may reach a rung after a better trial, and must still not be stopped
-    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2"), cwd=tmp_path,
+    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2", "--no-finalize"), cwd=tmp_path,
                        env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert len(re.findall(r"^\[t\d\d\] ", r.stdout, re.M)) == 4, r.stdout[-3000:]  # one line per finished trial
@@ -121,7 +122,7 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     assert r.returncode == 2 and "error: --name resumable: a study of that name exists" in r.stderr, r.stderr[-2000:]
 
     # no --model: a resumed study takes the encoder (and the data it needs) from the invocation it continues
-    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable")
+    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable", "--no-finalize")
     args = args[:args.index("--model")] + args[args.index("--model") + 2:]
     r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -179,17 +180,40 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
             except OSError:
                 assert server.poll() is None and time.time() < deadline, "mlflow server did not start"
                 time.sleep(0.5)
-        args = study_args(tmp_path, tiny_bert, "--trials", "2", "--epochs", "1", "--seeds", "1", "--tracking-uri", uri)
+        # one epoch: ASHA cannot stop anything, so finalize has a winner; it adds seed 2 to both sides
+        args = study_args(tmp_path, tiny_bert, "--trials", "2", "--epochs", "1", "--seeds", "1", "--tracking-uri", uri,
+                          "--final-seeds", "2")
         r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         client = mlflow.MlflowClient(uri)
         experiment = client.get_experiment_by_name("absa")
         everything = client.search_runs([experiment.experiment_id])
         children = [run for run in everything if run.data.tags.get("kind") == "trial"]
+        finals = [run for run in everything if run.data.tags.get("kind") == "final"]
         (parent,) = [run for run in everything if run.data.tags.get("kind") == "study"]
         assert len(children) == 2 and all(c.data.tags["status"] == "completed" for c in children)
         assert all("train/loss/mean" in c.data.metrics for c in children)
         assert "report/report.md" in {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+
+        # finalize: seed 2 of winner and baseline trained as runs of their own, a paired verdict, a model
+        assert len(finals) == 2 and all(f.data.params["seeds"] == "2" for f in finals)
+        assert {f.data.tags["final_for"] for f in finals} == {c.info.run_id for c in children}
+        parent = client.get_run(parent.info.run_id)
+        verdict = parent.data.tags["final_verdict"]
+        assert verdict.startswith("acc_4way: ") and verdict.split(": ")[1] in (
+            "better than the baseline", "no significant difference", "worse than the baseline")
+        assert {"final/winner/acc_4way/mean", "final/baseline/acc_4way/mean", "final/diff/acc_4way/low"} <= set(
+            parent.data.metrics)
+        assert parent.data.tags["final_model"] == "models:/absa-best/1"
+        version = client.get_model_version("absa-best", "1")
+        assert version.tags["verdict"] == verdict.split(": ")[1] and "metric.test/acc_4way" in version.tags
+        folder = next((tmp_path / "results" / "absa").iterdir())
+        final = pd.read_csv(folder / "final.csv")
+        row = final[(final.source == "final") & (final.metric == "acc_4way")].iloc[0]
+        assert row.n == 2 and row.method == "paired t, 95%" and row.diff_low <= row.diff_mean <= row.diff_high
+        report = (folder / "report.md").read_text()
+        assert "## Final test evaluation: 2 seeds (1-2)" in report and "Majority" in report
+        assert "Δ winner − baseline [95% CI]" in r.stdout
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
