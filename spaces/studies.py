@@ -41,6 +41,7 @@ class Preset:
     batch_size: int = 24
     grace_period: int = 1  # ASHA: epochs every trial gets before it can be stopped
     reduction_factor: int = 2
+    precision: str = "auto"  # trainables.config.PRECISIONS; a property of the hardware, never searched
 
 
 @dataclass(frozen=True)
