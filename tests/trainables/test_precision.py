@@ -115,9 +115,9 @@ def test_half_batches_accumulated_twice_match_full_batches(no_dropout_bert):
         assert mb["sst2/dev/acc"] == pytest.approx(ma["sst2/dev/acc"], abs=1 / 32)
 
 
-@pytest.mark.parametrize("check_every", [1, 3, 1000])
+@pytest.mark.parametrize("check_every", [1, 4, 1000])  # seed 3 draws sst2 first at step 9 of 13
 def test_nan_is_reported_at_its_step_whenever_checked(tiny_bert, check_every):
-    cfg = config(tiny_bert, epochs=1, check_every=check_every)
+    cfg = config(tiny_bert, epochs=1, check_every=check_every, max_train_examples=100)
     replay = Trainer(cfg)
     first = next(s for s in range(replay.steps_per_epoch) if replay.names[replay.sampler.sample(0)] == "sst2") + 1
     assert first > 1  # the run has trained some steps before sst2 is drawn
