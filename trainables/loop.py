@@ -319,7 +319,7 @@ class Trainer:
             b.load_state_dict(s)
         self.torch_rng = state["torch_rng"].cpu()
         if state.get("cuda_rng") is not None and self.cuda_rng is not None:
-            self.cuda_rng = state["cuda_rng"]
+            self.cuda_rng = [s.cpu() for s in state["cuda_rng"]]  # map_location moved them; RNG states live on the host
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
 
