@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from spaces import Range, Study, get_study
-from trainables.config import ConfigError
+from trainables.config import PRECISIONS, ConfigError
 
 SEARCHES = ("tpe", "grid", "random")
 
@@ -46,6 +46,7 @@ class SearchConfig:
     anneal_range: tuple[float, float] | None = None
     lr_range: tuple[float, float] | None = None
     warmup_range: tuple[float, float] | None = None
+    precision: str | None = None  # None: the preset's
 
     def __post_init__(self) -> None:
         study = get_study(self.study)  # raises on an unknown study
@@ -77,6 +78,8 @@ class SearchConfig:
                 raise ConfigError(f"--auxiliary lists the primary task {study.primary!r}")
         if self.protocol not in ("holdout", "thesis"):
             raise ConfigError(f"--protocol {self.protocol!r}: expected holdout or thesis")
+        if self.precision is not None and self.precision not in PRECISIONS:
+            raise ConfigError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 
         self.resolved_study()  # validates the ranges
 

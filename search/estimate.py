@@ -2,8 +2,9 @@
 
 Counts the training and evaluation rows every trial processes (steps per epoch as the
 loop computes them, every seed, every epoch), averaged over the study's auxiliary subsets,
-with and without ASHA's early stops; with a measured throughput
-(``python -m benchmarks.throughput`` on the target machine) it turns them into hours and cost.
+with and without ASHA's early stops; with a measured throughput (``--samples-per-second``,
+or ``--from-benchmark`` the JSON ``python -m benchmarks.throughput --out`` wrote on the target
+machine) it turns them into device-hours and, with ``--usd-per-hour``, cost.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import logging
 import math
 from pathlib import Path
+from typing import Any
 
 from search.config import SearchConfig
 from search.runner import base_config
@@ -23,6 +26,32 @@ from trainables.sampling import steps_per_epoch
 from trainables.tasks import DataError, get_task
 
 EVAL_SPEEDUP = 3.0  # a forward pass costs about a third of forward + backward
+logger = logging.getLogger("search.estimate")
+
+
+def benchmark_throughput(path: str | Path) -> tuple[float, dict[str, Any]]:
+    """The loop's samples/s from a ``benchmarks.throughput`` JSON, and what it was measured on."""
+    try:
+        summary = json.loads(Path(path).read_text())
+        samples_per_second = float(summary["loop_samples_per_s"])
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"--from-benchmark {path}: not JSON ({exc})") from None
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(f"--from-benchmark {path}: no loop_samples_per_s; expected the JSON that "
+                          "python -m benchmarks.throughput --out writes") from None
+    keys = ("date", "device", "model", "precision", "batch_size", "pad_to_multiple_of")
+    return samples_per_second, {k: summary.get(k) for k in keys} | {"file": str(path)}
+
+
+def check_measured(measured: dict[str, Any], model: str, batch_size: int) -> None:
+    """Warn when the benchmark did not measure what the preset trains."""
+    if measured.get("device") == "cpu":
+        logger.warning("the benchmark ran on the CPU: the hours are CPU-hours")
+    if measured.get("batch_size") not in (None, batch_size):
+        logger.warning("the benchmark used batch %s, the preset trains batch %d", measured["batch_size"], batch_size)
+    shape = "bert-base" if model == "bert-base-uncased" else model  # the random-init shape of the same architecture
+    if shape not in str(measured.get("model")):
+        logger.warning("the benchmark measured %s, the preset trains %s", measured.get("model"), model)
 
 
 def asha_epoch_fraction(max_t: int, grace: int, rf: int) -> float:
@@ -41,7 +70,8 @@ def asha_epoch_fraction(max_t: int, grace: int, rf: int) -> float:
     return expected / max_t
 
 
-def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: float | None) -> dict:
+def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: float | None,
+             measured: dict[str, Any] | None = None) -> dict:
     study = cfg.resolved_study()
     preset = study.preset(cfg.preset)
     base = base_config(cfg, study, preset)
@@ -73,6 +103,9 @@ def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: 
         "asha_epoch_fraction": round(fraction, 3),
         "total_rows_with_asha": round(per_trial * trials * fraction),
     }
+    if measured is not None:
+        check_measured(measured, base.encoder.model, base.batch_size)
+        out["benchmark"] = measured
     if samples_per_second:
         hours = per_trial * trials * fraction / samples_per_second / 3600
         out["samples_per_second"] = samples_per_second
@@ -83,18 +116,25 @@ def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: 
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m search.estimate", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m search.estimate", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("study")
     p.add_argument("--preset", default="full")
     p.add_argument("--trials", type=int)
     p.add_argument("--seeds", type=int)
-    p.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")
+    measured = p.add_mutually_exclusive_group()
+    measured.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")
+    measured.add_argument("--from-benchmark", metavar="FILE",
+                          help="take the throughput from this benchmarks.throughput JSON (its loop_samples_per_s)")
     p.add_argument("--usd-per-hour", type=float, help="price of one such device per hour")
     p.add_argument("--data-dir")
     args = p.parse_args()
     setup_logging()
     cfg = SearchConfig(study=args.study, preset=args.preset, trials=args.trials, seeds=args.seeds, data_dir=args.data_dir)
-    print(json.dumps(estimate(cfg, args.samples_per_second, args.usd_per_hour), indent=2))
+    samples_per_second, measured = args.samples_per_second, None
+    if args.from_benchmark:
+        samples_per_second, measured = benchmark_throughput(args.from_benchmark)
+    print(json.dumps(estimate(cfg, samples_per_second, args.usd_per_hour, measured), indent=2))
     return 0
 
 

@@ -13,7 +13,7 @@ from search.config import SEARCHES, SearchConfig
 from search.console import quiet_console
 from spaces.studies import STUDIES
 from trainables.cli import run_main, setup_logging
-from trainables.config import ConfigError
+from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks import DataError
 
 logger = logging.getLogger("search.run")
@@ -50,6 +50,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial from its checkpoint")
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
+    p.add_argument("--precision", choices=PRECISIONS, help="auto, fp32, bf16 or fp16 (default: the preset's, auto)")
     p.add_argument("--search-seed", type=int, default=0, help="seed of the Optuna sampler")
     p.add_argument("--no-report", action="store_true", help="skip the result table at the end")
     p.add_argument("--no-finalize", action="store_true",
@@ -79,7 +80,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         data_dir=args.data_dir, protocol=args.protocol, search_seed=args.search_seed, report=not args.no_report,
         finalize=not args.no_finalize, final_seeds=args.final_seeds,
         exponent_range=args.exponent_range, anneal_range=args.anneal_range, lr_range=args.lr_range,
-        warmup_range=args.warmup_range,
+        warmup_range=args.warmup_range, precision=args.precision,
     )
 
 

@@ -33,6 +33,7 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
         lr=preset.lr or TrainConfig.lr,
         max_train_examples=preset.max_train_examples, max_eval_examples=preset.max_eval_examples,
         protocol=cfg.protocol, data_dir=str(Path(cfg.data_root()).resolve()),
+        precision=cfg.precision or preset.precision,
     )
 
 

@@ -105,8 +105,12 @@ def canonical_key(config: TrainConfig) -> str:
     """Label plus a hash of every field that changes training (not the seed or paths)."""
     c = canonical(config)
     fields = asdict(c)
-    for volatile in ("seed", "data_dir", "device", "evaluate_test"):
+    for volatile in ("seed", "data_dir", "device", "evaluate_test", "check_every", "compile", "prefetch"):
         fields.pop(volatile)
+    # added after keys were first recorded: hashed only when set, so earlier studies' keys still match
+    for later in ("precision", "grad_accum", "pad_to_multiple_of"):
+        if fields[later] == TrainConfig.__dataclass_fields__[later].default:
+            fields.pop(later)
     digest = hashlib.sha1(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"{describe(c)} #{digest}"
 

@@ -48,6 +48,7 @@ class Preset:
     lr: float | None = None
     final_seeds: int = 5  # seeds of the final winner-vs-baseline test comparison (search.finalize)
     note: str = ""  # one line: what a study at this scale can and cannot tell
+    precision: str = "auto"  # trainables.config.PRECISIONS; a property of the hardware, never searched
 
 
 @dataclass(frozen=True)

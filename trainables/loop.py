@@ -8,20 +8,24 @@ and a resumed run continues exactly as an uninterrupted one would.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import math
+import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, ContextManager, Iterator, Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
-from trainables.batching import IGNORE, Encoded, Padding, TaskBatches, collate, default_cache_dir, encode, limit_rows
+from trainables.batching import (
+    IGNORE, Encoded, Padding, TaskBatches, ahead, collate, default_cache_dir, encode, limit_rows, to_device,
+)
 from trainables.config import ConfigError, TrainConfig
 from trainables.model import MultitaskModel, build_model, head_key, load_tokenizer
+from trainables.precision import configure_cuda_math, padding_multiple, resolve_precision
 from trainables.sampling import make_sampler, steps_per_epoch
 from trainables.tasks import Example, Task, get_task
 
@@ -113,8 +117,18 @@ class Trainer:
         self.sampler = make_sampler(
             config.sampling, config.task_weights(), config.epochs, int(seeds[0].generate_state(1)[0])
         )
-        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=config.lr)
-        total = self.steps_per_epoch * config.epochs
+        # precision, shapes and kernels: all no-ops on the CPU in fp32, so results there stay bit-identical
+        self.precision = resolve_precision(config.precision, self.device)
+        self.scaler = self.precision.scaler()
+        self.pad_multiple = padding_multiple(config.pad_to_multiple_of, self.device)
+        if self.device.type == "cuda":
+            configure_cuda_math()
+        self.forward = torch.compile(self.model, dynamic=True) if config.compile else self.model
+        # fused: one kernel for the whole update on CUDA; the CPU keeps the default (foreach) path
+        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=config.lr, fused=self.device.type == "cuda" or None)
+        # the schedule counts optimizer steps; an epoch's last one may take fewer than grad_accum micro-batches
+        self.updates_per_epoch = -(-self.steps_per_epoch // config.grad_accum)
+        total = self.updates_per_epoch * config.epochs
         warmup = int(config.warmup * total)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda step: step / max(1, warmup) if step < warmup else max(
@@ -139,19 +153,73 @@ class Trainer:
         ]
 
     # -- training -----------------------------------------------------------
-    def step(self, task_index: int) -> float:
-        name = self.names[task_index]
-        rows = self.batches[task_index].next()
-        batch = {k: v.to(self.device) for k, v in collate(self.data[name].train, rows, self.padding, self.kinds[name]).items()}
+    def draws(self, epoch: int, steps: int) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
+        """The next ``steps`` (task index, collated host batch) pairs, as the sampler draws them."""
+        for _ in range(steps):
+            t = self.sampler.sample(epoch)
+            name = self.names[t]
+            batch = collate(self.data[name].train, self.batches[t].next(), self.padding, self.kinds[name],
+                            multiple=self.pad_multiple)
+            if self.device.type == "cuda":
+                batch = {k: v.pin_memory() for k, v in batch.items()}
+            yield t, batch
+
+    def backward(self, task_index: int, batch: dict[str, torch.Tensor], scale: float = 1.0) -> torch.Tensor:
+        """Forward and backward of one micro-batch, gradients added to ``.grad``; returns the
+        unscaled loss, still on the device (reading it would wait for the GPU)."""
+        batch = to_device(batch, self.device)
         labels = batch.pop("labels")
-        logits = self.model(name, **batch)
-        loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        with self.precision.autocast():
+            logits = self.forward(self.names[task_index], **batch)  # (B, C), or (B, T, C) for tagging
+            loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+        self.scaler.scale(loss if scale == 1.0 else loss * scale).backward()
+        return loss.detach()
+
+    def optimizer_step(self) -> None:
+        self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the fp16-scaled ones
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)  # skipped (and the scale lowered) when fp16 gradients overflowed
+        self.scaler.update()
         self.scheduler.step()
-        return loss.item()
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def train_steps(self, epoch: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
+        """Train ``steps`` micro-batches of ``epoch``, one optimizer step per ``grad_accum`` of them.
+
+        Returns each micro-batch's loss (float64) and task index. The host waits for the
+        device only every ``check_every`` steps, to check the losses are finite and log.
+        """
+        accum, every = self.config.grad_accum, self.config.check_every
+        losses = torch.zeros(steps, device=self.device)  # (steps,) filled on the device, read at checks
+        tasks = np.zeros(steps, dtype=np.int64)
+        self.optimizer.zero_grad(set_to_none=True)
+        draws = self.draws(epoch, steps)
+        checked = 0
+        with contextlib.closing(ahead(draws) if self.config.prefetch else draws) as batches:
+            for step, (t, batch) in enumerate(batches):
+                # sample a task, take its next batch, backpropagate through encoder and head
+                tasks[step] = t
+                group = min(accum, steps - step // accum * accum)  # micro-batches in this optimizer step
+                losses[step] = self.backward(t, batch, 1.0 / group)
+                if (step + 1) % accum == 0 or step + 1 == steps:
+                    self.optimizer_step()
+                if (step + 1) % every == 0 or step + 1 == steps:
+                    self._check(losses, tasks, checked, step + 1, epoch)
+                    checked = step + 1
+        return losses.cpu().double().numpy(), tasks
+
+    def _check(self, losses: torch.Tensor, tasks: np.ndarray, start: int, end: int, epoch: int) -> None:
+        """Raise :class:`DivergedError` naming the first non-finite loss in ``losses[start:end]``; log."""
+        window = losses[start:end]
+        bad = torch.nonzero(~torch.isfinite(window)).flatten().tolist()  # the host sync
+        if bad:
+            i = start + bad[0]
+            raise DivergedError(
+                f"loss became {losses[i].item()} at epoch {epoch + 1} step {i + 1} on task {self.names[tasks[i]]}"
+            )
+        log_every = max(1, self.steps_per_epoch // 10)
+        if end // log_every > start // log_every:  # a tenth of the epoch passed since the last line
+            logger.info("epoch %d step %d/%d loss %.4f", epoch + 1, end, self.steps_per_epoch, window.mean().item())
 
     def run_epoch(self) -> dict[str, float]:
         """Train one epoch, evaluate on dev (and test after the last epoch); return the metrics."""
@@ -170,19 +238,8 @@ class Trainer:
         probs = self.sampler.probabilities(epoch)
         self.model.train()
         started = time.perf_counter()
-        losses = {n: [] for n in self.names}
-        log_every = max(1, self.steps_per_epoch // 10)
-        for step in range(self.steps_per_epoch):
-            # sample a task, take its next batch, backpropagate through encoder and head
-            t = self.sampler.sample(epoch)
-            loss = self.step(t)
-            if not math.isfinite(loss):
-                raise DivergedError(
-                    f"loss became {loss} at epoch {epoch + 1} step {step + 1} on task {self.names[t]}"
-                )
-            losses[self.names[t]].append(loss)
-            if (step + 1) % log_every == 0:
-                logger.info("epoch %d step %d/%d loss %.4f", epoch + 1, step + 1, self.steps_per_epoch, loss)
+        step_losses, step_tasks = self.train_steps(epoch, self.steps_per_epoch)
+        losses = {n: step_losses[step_tasks == i].tolist() for i, n in enumerate(self.names)}
         train_seconds = time.perf_counter() - started
         self.epoch += 1
 
@@ -208,7 +265,8 @@ class Trainer:
     # -- evaluation ---------------------------------------------------------
     def predict(self, name: str, data: Encoded) -> np.ndarray:
         """Class probabilities: (rows, C) for sequence tasks, (words, C) for tagging."""
-        return predict_probs(self.model, name, data, self.padding, self.config.eval_batch_size, self.device)
+        return predict_probs(self.model, name, data, self.padding, self.config.eval_batch_size, self.device,
+                             self.pad_multiple, self.precision.autocast)
 
     def _scores(self, name: str, split: str, data: Encoded, examples: Sequence[Example]) -> dict[str, float]:
         task = self.data[name].task
@@ -226,6 +284,7 @@ class Trainer:
             "batches": [b.state_dict() for b in self.batches],
             "torch_rng": self.torch_rng,
             "cuda_rng": self.cuda_rng,
+            "scaler": self.scaler.state_dict(),  # empty unless fp16
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -238,29 +297,42 @@ class Trainer:
             b.load_state_dict(s)
         self.torch_rng = state["torch_rng"].cpu()
         if state.get("cuda_rng") is not None and self.cuda_rng is not None:
-            self.cuda_rng = state["cuda_rng"]
+            self.cuda_rng = [s.cpu() for s in state["cuda_rng"]]  # map_location moved them; RNG states live on the host
+        if state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
 
     def save(self, path: str | Path) -> None:
         torch.save(self.state_dict(), path)
 
     def load(self, path: str | Path) -> None:
-        self.load_state_dict(torch.load(path, map_location=self.device, weights_only=False))
+        # weights_only: tensors and plain Python values only, so a writable checkpoint store cannot run code here
+        try:
+            state = torch.load(path, map_location=self.device, weights_only=True)
+        except pickle.UnpicklingError as exc:
+            raise ValueError(
+                f"checkpoint {path}: not loadable with weights_only=True (written before checkpoints held only "
+                f"tensors and plain values, or not a trainer checkpoint): {str(exc).splitlines()[0]}"
+            ) from None
+        self.load_state_dict(state)
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_probs(
-    model: MultitaskModel, name: str, data: Encoded, padding: Padding, batch_size: int, device: torch.device
+    model: MultitaskModel, name: str, data: Encoded, padding: Padding, batch_size: int, device: torch.device,
+    multiple: int = 1, autocast: Callable[[], ContextManager] = contextlib.nullcontext,
 ) -> np.ndarray:
-    """Class probabilities of task ``name``'s head: (rows, C) for sequence tasks, (words, C) for tagging."""
+    """Class probabilities of task ``name``'s head: (rows, C) for sequence tasks, (words, C) for tagging.
+    ``multiple``: pad widths to it; ``autocast``: the training precision's context."""
     model.eval()
     kind = model.kinds[name]
     order = np.argsort(data.lengths(), kind="stable")  # similar lengths together: less padding
     per_row: list[np.ndarray] = [np.empty(0)] * len(order)
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
-        batch = collate(data, rows, padding, kind)
+        batch = collate(data, rows, padding, kind, multiple=multiple)
         labels = batch.pop("labels")
-        logits = model(name, **{k: v.to(device) for k, v in batch.items()})
+        with autocast():
+            logits = model(name, **to_device(batch, device))
         p = torch.softmax(logits.float(), -1).cpu()
         for i, r in enumerate(rows):
             # tagging: keep each word's first sub-token, the only labelled one

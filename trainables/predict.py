@@ -53,12 +53,11 @@ BAD_INPUT = (DataError, ModelError, ConfigError)  # the CLI's one-line, exit-2 e
 
 def load_checkpoint(path: Path) -> dict[str, Any]:
     """The state dict of a checkpoint file, ``Trainer.save``'s (``state["model"]``) or a bare one."""
+    # weights_only: a checkpoint holds tensors and plain values only, so loading one cannot run code
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
-        # Trainer checkpoints up to now hold numpy RNG and batch-order state, which weights_only
-        # refuses; the checkpoint format is being changed to load this way (then this goes).
-        state = torch.load(path, map_location="cpu", weights_only=False)
+    except pickle.UnpicklingError as exc:
+        raise ModelError(f"checkpoint {path}: not loadable with weights_only=True ({str(exc).splitlines()[0]})") from None
     return state["model"] if "model" in state else state
 
 

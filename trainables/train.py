@@ -8,7 +8,7 @@ import logging
 from dataclasses import asdict
 
 from trainables.cli import ArgumentParser, run_main, setup_logging, write_json
-from trainables.config import DEFAULT_MODEL, SCHEMAS, SUMMARIES, ConfigError, EncoderConfig, SamplingConfig, TrainConfig, parse_weights
+from trainables.config import DEFAULT_MODEL, PRECISIONS, SCHEMAS, SUMMARIES, ConfigError, EncoderConfig, SamplingConfig, TrainConfig, parse_weights
 from trainables.data import resolve_data_dir
 from trainables.loop import DivergedError, train
 from trainables.tasks import DataError
@@ -37,6 +37,13 @@ def parser() -> ArgumentParser:
     p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     p.add_argument("--device", default="auto")
+    p.add_argument("--precision", default="auto", choices=PRECISIONS,
+                   help="auto: bf16 on CUDA with native bf16, fp16 with loss scaling on older CUDA, fp32 on CPU")
+    p.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-batches per optimizer step")
+    p.add_argument("--check-every", type=int, default=50, metavar="N", help="steps between finite-loss checks")
+    p.add_argument("--pad-to-multiple-of", type=int, metavar="M", help="round batch widths up (default: 8 on CUDA, 1 on CPU)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the training forward (dynamic shapes)")
+    p.add_argument("--no-prefetch", action="store_true", help="collate each batch in the training thread")
     p.add_argument("--metrics-out", help="write every epoch's metrics to this JSON file")
     p.add_argument("--verbose", action="store_true")
     return p
@@ -54,6 +61,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup, seed=args.seed,
         max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples,
         protocol=args.protocol, data_dir=str(resolve_data_dir(args.data_dir)), device=args.device,
+        precision=args.precision, grad_accum=args.grad_accum, check_every=args.check_every,
+        pad_to_multiple_of=args.pad_to_multiple_of, compile=args.compile, prefetch=not args.no_prefetch,
     )
 
 
