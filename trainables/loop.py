@@ -94,8 +94,10 @@ def resolve_device(name: str) -> torch.device:
 class Trainer:
     """One multitask run. Call :meth:`run_epoch` ``config.epochs`` times."""
 
-    def __init__(self, config: TrainConfig, data: dict[str, TaskData] | None = None, tokenizer=None) -> None:
+    def __init__(self, config: TrainConfig, data: dict[str, TaskData] | None = None, tokenizer=None,
+                 name: str = "") -> None:
         self.config = config
+        self.name = name or f"seed {config.seed}"  # who the progress lines speak of, e.g. "t03 seed 2"
         self.device = resolve_device(config.device)
         torch.manual_seed(config.seed)
         tokenizer = tokenizer or load_tokenizer(config.encoder)
@@ -219,7 +221,8 @@ class Trainer:
             )
         log_every = max(1, self.steps_per_epoch // 10)
         if end // log_every > start // log_every:  # a tenth of the epoch passed since the last line
-            logger.info("epoch %d step %d/%d loss %.4f", epoch + 1, end, self.steps_per_epoch, window.mean().item())
+            logger.info("%s: epoch %d step %d/%d loss %.4f", self.name, epoch + 1, end, self.steps_per_epoch,
+                        window.mean().item())
 
     def run_epoch(self) -> dict[str, float]:
         """Train one epoch, evaluate on dev (and test after the last epoch); return the metrics."""

@@ -132,7 +132,8 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
     if data is None or not set(base.tasks) <= set(data) or signature != data_signature(base, tokenizer):
         data = prepare_data(base, tokenizer)  # on-disk cache: tokenized once per node
     data = {spec: data[spec] for spec in base.tasks}
-    trainers = [Trainer(base.with_(seed=s), data, tokenizer) for s in seeds]
+    label = str(config.get("label", ""))  # the trial's run name, "t03 sst2+pos square"
+    trainers = [Trainer(base.with_(seed=s), data, tokenizer, name=f"{label} seed {s}".strip()) for s in seeds]
 
     checkpoint = tune.get_checkpoint()
     where["restored_from_epoch"] = 0
@@ -154,7 +155,8 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
             tune.report({**diverged_result(objective, epoch, reason), **where})
             return
         per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score
-        metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, base.primary, objective))
+        primary = data[base.primary].task.name  # "semeval" for the spec "semeval:NLI_M"
+        metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
         metrics.update(epoch=trainers[0].epoch, **where)
         with tempfile.TemporaryDirectory() as directory:
             for seed, trainer in zip(seeds, trainers):

@@ -196,7 +196,7 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         assert "report/report.md" in {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
 
         # finalize: seed 2 of winner and baseline trained as runs of their own, a paired verdict, a model
-        assert len(finals) == 2 and all(f.data.params["seeds"] == "2" for f in finals)
+        assert len(finals) == 2 and all(f.data.params["seeds"] == "2" for f in finals), r.stdout[-3000:] + r.stderr[-3000:]
         assert {f.data.tags["final_for"] for f in finals} == {c.info.run_id for c in children}
         parent = client.get_run(parent.info.run_id)
         verdict = parent.data.tags["final_verdict"]
