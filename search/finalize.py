@@ -111,7 +111,7 @@ class FinalResult:
             lines += ["", "Majority (a constant predictor, the floor any model must beat) on the same test rows: "
                       + ", ".join(f"{k}={v:.4f}" for k, v in self.majority.items() if not math.isnan(v)) + "."]
         h = self.headline
-        lines += ["", f"**Verdict on {h['metric']}: the winner is {h['verdict']}** "
+        lines += ["", f"**Verdict on test {h['metric']}, winner against baseline: {h['verdict']}** "
                   f"(Δ {signed(h['diff_mean'])}, 95% CI [{signed(h['diff_low'])}, {signed(h['diff_high'])}], "
                   f"n = {h['n']} paired seeds)."]
         if self.model_uri:

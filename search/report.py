@@ -57,7 +57,8 @@ def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
         d = stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared])
         lows.append(d.low)
         highs.append(d.high)
-        beyond.append("–" if r.baseline else "yes" if stats.exceeds_noise(d, mode) else "no")
+        beyond.append("–" if r.baseline else f"n={d.n}: too few" if d.n < stats.MIN_PAIRS
+                      else "yes" if stats.exceeds_noise(d, mode) else "no")
     done["delta_low"], done["delta_high"], done["beyond_noise"] = lows, highs, beyond
     return done
 
@@ -84,7 +85,7 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         f"{int((table.status == 'pruned').sum())} pruned by ASHA, {int((table.status == 'failed').sum())} failed. "
         f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
         f"{stats.METHOD} interval of the per-seed differences; \"beyond noise\" says whether that interval excludes "
-        "zero (with 2 seeds only a very consistent gain does). Relative Δ is not shown where the baseline is near zero.",
+        f"zero (it takes {stats.MIN_PAIRS} seeds or more). Relative Δ is not shown where the baseline is near zero.",
     ]
     if len(baseline) and context.majority.get(metric) is not None:
         floor, base = context.majority[metric], float(baseline.objective.iloc[0])

@@ -58,9 +58,13 @@ def paired_difference(config: Sequence[float], baseline: Sequence[float], confid
     return PairedDifference(mean, std, n, mean - half, mean + half, confidence)
 
 
+MIN_PAIRS = 3  # two pairs give a t interval, but two equal differences (common on a small discrete
+# metric) give a zero-width one: no verdict below three
+
+
 def verdict(diff: PairedDifference, mode: str = "max") -> str:
     """Plain words for an interval: better, worse, or no significant difference (for ``mode``)."""
-    if diff.n < 2 or math.isnan(diff.low):
+    if diff.n < MIN_PAIRS or math.isnan(diff.low):
         return TOO_FEW
     if diff.low > 0:
         return BETTER if mode == "max" else WORSE

@@ -35,6 +35,9 @@ def test_too_few_pairs_say_so():
     one = paired_difference([0.9, math.nan], [0.1, 0.2])  # a NaN drops its pair
     assert one.n == 1 and one.mean == pytest.approx(0.8) and math.isnan(one.low)
     assert verdict(one) == TOO_FEW and verdict(paired_difference([], [])) == TOO_FEW
+    # two seeds whose differences happen to be equal: a zero-width interval, still no verdict
+    two = paired_difference([0.62, 0.64], [0.60, 0.62])
+    assert two.low == pytest.approx(two.high) and verdict(two) == TOO_FEW and not exceeds_noise(two)
     with pytest.raises(ValueError):
         paired_difference([1.0, 2.0], [1.0])
 

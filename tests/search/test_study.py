@@ -200,8 +200,7 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         assert {f.data.tags["final_for"] for f in finals} == {c.info.run_id for c in children}
         parent = client.get_run(parent.info.run_id)
         verdict = parent.data.tags["final_verdict"]
-        assert verdict.startswith("acc_4way: ") and verdict.split(": ")[1] in (
-            "better than the baseline", "no significant difference", "worse than the baseline")
+        assert verdict == "acc_4way: too few seeds to tell"  # two seeds give no verdict (search/stats.py)
         assert {"final/winner/acc_4way/mean", "final/baseline/acc_4way/mean", "final/diff/acc_4way/low"} <= set(
             parent.data.metrics)
         assert parent.data.tags["final_model"] == "models:/absa-best/1"
