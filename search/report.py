@@ -92,6 +92,13 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         where = "above" if (base > floor) == (mode == "max") else "NOT above"
         lines += ["", f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
                       f"{metric} = {floor:.4f}; the baseline's {base:.4f} is {where} it."]
+    if len(baseline):
+        from trainables.config import TrainConfig
+
+        thesis_lr, lr = TrainConfig.lr, float(baseline.lr.iloc[0])
+        lines += ["", f"The baseline trains with lr {lr:g}" + (
+            " (the thesis's)." if lr == thesis_lr else f", not the thesis's {thesis_lr:g}: the preset's choice or "
+            "the study's lr range moved it.")]
     lines += [
         "",
         f"| rank | trial | {'dev ' if on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel | test {metric if on_dev else ''} | epochs |",
@@ -136,7 +143,8 @@ def error_bars(means: pd.Series, stds: pd.Series, bounded: bool) -> list[list[fl
     return [[max(0.0, x) for x in low], [max(0.0, x) for x in high]]
 
 
-def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int) -> list[Path]:
+def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int,
+          majority: float | None = None) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -157,6 +165,8 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int)
                         color=color, capsize=3, label=status if len(part) else None)
         if len(base):
             ax.axhline(float(base.iloc[0]), color="0.4", linestyle="--", label="baseline (single task)")
+        if majority is not None:
+            ax.axhline(majority, color="C2", linestyle=":", label="majority rate (constant predictor)")
         ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
         ax.set_ylabel(objective)
         ax.set_title(title + f" (mean ± std over {seeds} seeds)")
@@ -226,7 +236,8 @@ def build_report(study: str, tracking_uri: str, run_name: str | None = None, out
     ranked, markdown = summarise(table, study, objective, mode, top, context)
     seeds = len(parent.data.params.get("seeds", "").split(","))
     paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
-    figures = plots(table, out, objective, mode, seeds)
+    study_metric = objective[: -len("/mean")].rpartition("/")[2] if objective.endswith("/mean") else ""
+    figures = plots(table, out, objective, mode, seeds, context.majority.get(study_metric) if "/dev/" in objective else None)
     markdown += "\n## Plots\n\n" + "\n".join(f"![{p.stem.replace('_', ' ')}]({p.name})" for p in figures) + "\n"
     ranked.to_csv(paths["csv"], index=False)  # the table of report.md
     table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
