@@ -14,6 +14,7 @@ import numpy as np
 
 from search.config import SearchConfig
 from spaces import Preset, Study, apply_choices, baseline_choices, thesis_grid
+from trainables.cli import mask_credentials
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.loop import TaskData, prepare_data
 from trainables.majority import majority_scores
@@ -189,6 +190,32 @@ def absolute_sqlite(uri: str) -> str:
     return uri
 
 
+def check_storage(cfg: SearchConfig) -> None:
+    """``--storage`` and a SQLite ``--optuna-storage`` must be writable, before Ray starts (a typo
+    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy)."""
+    if "://" not in cfg.storage or cfg.storage.startswith("file://"):
+        path = Path(cfg.storage.removeprefix("file://")).resolve()
+        existing = next(p for p in (path, *path.parents) if p.exists())
+        if not writable(existing):
+            raise ConfigError(f"--storage {cfg.storage}: {existing} is not a writable directory")
+    if cfg.optuna_storage.startswith("sqlite:///"):
+        folder = Path(cfg.optuna_storage[len("sqlite:///"):]).resolve().parent
+        if not writable(folder):
+            raise ConfigError(f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: folder {folder} is missing or "
+                              "not writable")
+
+
+def writable(folder: Path) -> bool:
+    """Whether a file can be created in ``folder`` (by trying: root passes permission checks on /proc)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
+
+
 def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
     """A new study must not reuse an experiment's name: Tune, Optuna and MLflow would mix them."""
     import optuna
@@ -199,7 +226,8 @@ def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
         try:
             taken = name in optuna.get_all_study_names(cfg.optuna_storage)
         except Exception as exc:  # an unreachable Optuna storage is bad input too
-            raise ConnectionError(f"--optuna-storage {cfg.optuna_storage}: {str(exc).splitlines()[0][:200]}") from None
+            raise ConnectionError(f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: "
+                                  f"{mask_credentials(str(exc).splitlines()[0][:200])}") from None
     if taken:
         raise ConfigError(f"--name {name}: a study of that name exists; continue it with --resume, or pick a new name")
 
@@ -238,6 +266,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
 
     cfg = replace(cfg, tracking_uri=absolute_sqlite(cfg.tracking_uri), optuna_storage=absolute_sqlite(cfg.optuna_storage))
     check_tracking_uri(cfg.tracking_uri)
+    check_storage(cfg)
     storage = storage_path(cfg.storage)
     cfg = resolve_preset(cfg)
     if cfg.resume:
@@ -299,7 +328,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             "objective": objective, "mode": mode, "model": base.encoder.model, "epochs": base.epochs,
             "candidates": ",".join(study.candidates), "gpus_per_trial": cfg.gpus_per_trial,
             "cpus_per_trial": cfg.cpus_per_trial, "max_concurrent": cfg.max_concurrent,
-            "optuna_storage": cfg.optuna_storage, "tune_path": f"{storage}/{name}", "protocol": base.protocol,
+            "optuna_storage": mask_credentials(cfg.optuna_storage), "tune_path": mask_credentials(f"{storage}/{name}"),
+            "protocol": base.protocol,
         })
         log_majority(cfg.tracking_uri, parent, prep.majority)
         tuner = tune.Tuner(

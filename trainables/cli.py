@@ -6,14 +6,35 @@ import argparse
 import json
 import logging
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable, NoReturn
 
 
+# "scheme://user:password@host": the password part
+CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]*):(?P<secret>[^@\s/]+)@")
+
+
+def mask_credentials(text: str) -> str:
+    """``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``, anywhere in ``text``."""
+    return CREDENTIALS.sub(lambda m: f"{m['head']}:***@", str(text))
+
+
+class MaskCredentials(logging.Filter):
+    """Log records never carry a password that sat in a URL (storage URLs, tracking URIs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        masked = mask_credentials(message)
+        if masked != message:
+            record.msg, record.args = masked, None
+        return True
+
+
 def fail(message: str, code: int = 2) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {mask_credentials(message)}", file=sys.stderr)
     raise SystemExit(code)
 
 
@@ -45,6 +66,9 @@ def setup_logging(verbose: bool = False) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         datefmt="%H:%M:%S",
     )
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, MaskCredentials) for f in handler.filters):
+            handler.addFilter(MaskCredentials())
     # transformers' weight-loading progress bars add nothing to our own progress lines
     try:
         from transformers.utils import logging as hf_logging

@@ -149,12 +149,17 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         ("absa", "--metric", "bogus"): "--metric 'semeval/dev/bogus/mean': expected one of",
         ("absa", "--tracking-uri", "http://127.0.0.1:9"): "MLflow tracking URI http://127.0.0.1:9 is unreachable",
         ("absa", "--address", "127.0.0.1:9"): "Ray cluster at --address 127.0.0.1:9 is unreachable",
+        ("absa", "--storage", "/proc/x"): "--storage /proc/x: /proc is not a writable directory",
+        ("absa", "--optuna-storage", "sqlite:////proc/x/optuna.db"): "--optuna-storage sqlite:////proc/x/optuna.db: "
+                                                                      "folder /proc/x is missing or not writable",
+        ("absa", "--optuna-storage", "postgresql://me:s3cret@127.0.0.1:9/optuna"): "postgresql://me:***@127.0.0.1:9/optuna",
     }
     for args, message in cases.items():
         r = subprocess.run([sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)], cwd=tmp_path,
                            env=env(), capture_output=True, text=True, timeout=120)
         errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
         assert r.returncode == 2 and len(errors) == 1 and message in errors[0], (args, r.stderr[-1500:])
+        assert "s3cret" not in r.stderr + r.stdout
     assert not (tmp_path / "ray_results").exists() and not (tmp_path / "mlflow.db").exists()
 
 
