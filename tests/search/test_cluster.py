@@ -34,7 +34,7 @@ def study(tmp: Path, model: Path, address: str, *extra: str) -> list[str]:
         sys.executable, "-m", "search.run", "absa", "--preset", "smoke", "--address", address,
         "--cpus-per-trial", "1", "--model", str(model), "--seeds", "2",
         "--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--optuna-storage", f"sqlite:///{tmp}/optuna.db",
-        "--storage", str(tmp / "ray"), "--no-report", *extra,
+        "--storage", str(tmp / "ray"), "--no-report", "--no-finalize", *extra,
     ]
 
 
@@ -99,9 +99,9 @@ def running_on(tmp: Path, node_id: str) -> bool:
     with sqlite3.connect(db, timeout=5) as con:
         rows = con.execute(
             "select t.run_uuid from tags t join tags s on s.run_uuid = t.run_uuid "
-            "join metrics m on m.run_uuid = t.run_uuid "
+            "join tags e on e.run_uuid = t.run_uuid "
             "where t.key = 'node_id' and t.value = ? and s.key = 'status' and s.value = 'running' "
-            "and m.key = 'epoch' and m.value >= 2", (node_id,),
+            "and e.key = 'epochs_trained' and cast(e.value as integer) >= 2", (node_id,),
         ).fetchall()
     return bool(rows)
 
@@ -125,8 +125,8 @@ def test_lost_worker_node_trials_resume_from_checkpoint(tmp_path, tiny_bert, clu
     moved = [run for run in runs if int(run.data.tags.get("restored_from_epoch", 0)) >= 1]
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
     seen = {run.info.run_name: (run.data.tags.get("restored_from_epoch"), run.data.tags.get("node_id"),
-                                [m.step for m in client.get_metric_history(run.info.run_id, "epoch")]) for run in runs}
+                                [m.step for m in client.get_metric_history(run.info.run_id, "objective")]) for run in runs}
     assert moved, f"no trial was resumed from a checkpoint: {seen} doomed={doomed.node_id}\n" + out[-6000:]
     for run in moved:  # finished on the surviving worker, after the epochs it had checkpointed
         assert run.data.tags["node_id"] == workers[0].node_id
-        assert run.data.metrics["epoch"] == 12
+        assert run.data.tags["epochs_trained"] == "12"

@@ -5,8 +5,6 @@ only a browser shows what its tables hold)."""
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +13,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
+from conftest import mlflow_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -28,18 +27,12 @@ def env() -> dict:
     return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, tiny_bert):
     tmp = tmp_path_factory.mktemp("ui-study")
     r = subprocess.run([
         sys.executable, "-m", "search.run", "absa", "--model", str(tiny_bert), "--trials", "2", "--epochs", "1",
-        "--seeds", "2", "--no-report", "--name", "ui-study", "--tracking-uri", f"sqlite:///{tmp}/mlflow.db",
+        "--seeds", "2", "--no-report", "--no-finalize", "--name", "ui-study", "--tracking-uri", f"sqlite:///{tmp}/mlflow.db",
         "--optuna-storage", f"sqlite:///{tmp}/optuna.db", "--storage", str(tmp / "ray"),
     ], cwd=tmp, env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -49,25 +42,8 @@ def study(tmp_path_factory, tiny_bert):
 @pytest.fixture(scope="module")
 def server(study):
     tmp, _ = study
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{tmp}/mlflow.db",
-         "-h", "127.0.0.1", "-p", str(port), "--workers", "1"],
-        cwd=tmp, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.time() < deadline, "mlflow server did not start"
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+    with mlflow_server(tmp, f"sqlite:///{tmp}/mlflow.db") as url:
+        yield url + "/"
 
 
 def render(url: str, tmp: Path) -> str:

@@ -12,6 +12,7 @@ import mlflow
 import pandas as pd
 import optuna
 import pytest
+from conftest import mlflow_server
 from optuna.trial import TrialState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,26 +166,8 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
 
 @pytest.mark.slow
 def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", str(tmp_path / "art")],
-        cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    uri = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert server.poll() is None and time.time() < deadline, "mlflow server did not start"
-                time.sleep(0.5)
+    with mlflow_server(tmp_path, f"sqlite:///{tmp_path}/server.db", "--artifacts-destination",
+                       str(tmp_path / "art")) as uri:
         # one epoch: ASHA cannot stop anything, so finalize has a winner; it adds seed 2 to both sides
         args = study_args(tmp_path, tiny_bert, "--trials", "2", "--epochs", "1", "--seeds", "1", "--tracking-uri", uri,
                           "--final-seeds", "2")
@@ -218,6 +201,3 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         report = (folder / "report.md").read_text()
         assert "## Final test evaluation: 2 seeds (1-2)" in report and "Majority" in report
         assert "Δ winner − baseline [95% CI]" in r.stdout
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
