@@ -89,15 +89,33 @@ def log_winner(
             info = mlflow.pyfunc.log_model(
                 name="model", python_model=WinnerModel(), artifacts={ARTIFACT: str(model_dir)},
                 code_paths=[str(PACKAGES / "trainables"), str(PACKAGES / "search")],
-                signature=signature, pip_requirements=_requirements(), registered_model_name=name,
+                signature=signature, pip_requirements=_requirements(),
             )
-    version = str(info.registered_model_version)
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
-    for key, value in version_tags(config, metrics, tags).items():
-        client.set_model_version_tag(name, version, key, value)
-    client.update_model_version(name, version, description=describe_version(config, metrics, run_id))
+    if not client.search_registered_models(filter_string=f"name = '{name}'"):
+        client.create_registered_model(name)
+    # tags and description at creation: one request, so no reader ever sees a version without them
+    created = client.create_model_version(
+        name, info.model_uri, run_id=run_id, tags=version_tags(config, metrics, tags),
+        description=describe_version(config, metrics, run_id), model_id=info.model_id,
+    )
+    version = str(created.version)
+    wait_until_ready(client, name, version)
     logger.info("registered %s version %s from run %s", name, version, run_id)
     return f"models:/{name}/{version}"
+
+
+def wait_until_ready(client, name: str, version: str, seconds: float = 120) -> None:
+    """A server may register a version asynchronously (status PENDING_REGISTRATION)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while (status := client.get_model_version(name, version).status) == "PENDING_REGISTRATION":
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"model {name} version {version} still pending registration after {seconds:.0f}s")
+        time.sleep(0.5)
+    if status != "READY":
+        raise RuntimeError(f"model {name} version {version}: registration ended {status}")
 
 
 def _requirements() -> list[str]:

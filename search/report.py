@@ -87,11 +87,14 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         f"{stats.METHOD} interval of the per-seed differences; \"beyond noise\" says whether that interval excludes "
         f"zero (it takes {stats.MIN_PAIRS} seeds or more). Relative Δ is not shown where the baseline is near zero.",
     ]
-    if len(baseline) and context.majority.get(metric) is not None:
-        floor, base = context.majority[metric], float(baseline.objective.iloc[0])
-        where = "above" if (base > floor) == (mode == "max") else "NOT above"
+    # the floor of the objective's metric, or of the study's own where the objective is not a dev score
+    floor_metric = metric if on_dev else study.metric
+    if len(baseline) and context.majority.get(floor_metric) is not None:
+        floor = context.majority[floor_metric]
+        base = float(baseline.iloc[0].get(f"{study.primary_name}/dev/{floor_metric}", math.nan))
+        where = "above" if base > floor else "NOT above"
         lines += ["", f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
-                      f"{metric} = {floor:.4f}; the baseline's {base:.4f} is {where} it."]
+                      f"{floor_metric} = {floor:.4f}; the baseline's dev {floor_metric} {base:.4f} is {where} it."]
     if len(baseline):
         from trainables.config import TrainConfig
 

@@ -57,7 +57,9 @@ def test_log_winner_registers_a_model_the_cli_and_the_server_agree_on(tiny_winne
     assert "semeval+pos" in version.description and "semeval/dev/acc_4way | 0.7500" in version.description
     assert log_winner(uri, run_id, "absa", checkpoint, config, tokenizer, metrics, {}) == "models:/absa-best/2"
 
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": uri}
+    # the server execs `uvicorn` from PATH: the venv's bin, as in an activated environment
+    path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": uri, "PATH": path}
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
     r = subprocess.run([sys.executable, "-m", "trainables.predict", "--model", model_uri, "--input", str(tmp_path / "in.txt"),
                         "--out", str(tmp_path / "p.jsonl")], capture_output=True, text=True, env=env, cwd=tmp_path)
