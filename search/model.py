@@ -10,6 +10,7 @@ lines, so ``mlflow models serve`` answers ``{"predictions": [{...}, ...]}``.
 from __future__ import annotations
 
 import contextlib
+import os
 import logging
 import tempfile
 from pathlib import Path
@@ -77,12 +78,10 @@ def log_winner(
 
     from trainables.predict import save_model_dir
 
-    mlflow.set_tracking_uri(tracking_uri)
-    mlflow.set_registry_uri(tracking_uri)
     name = f"{study}-best"
     signature = ModelSignature(inputs=Schema([ColSpec("string", "text"), ColSpec("string", "task", required=False)]))
     active = mlflow.active_run()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, fluent_uri(tracking_uri):
         model_dir = save_model_dir(Path(tmp) / ARTIFACT, checkpoint, config, tokenizer)
         # resume the run unless the caller has it open already
         with (mlflow.start_run(run_id=run_id) if active is None or active.info.run_id != run_id else contextlib.nullcontext()):
@@ -91,18 +90,36 @@ def log_winner(
                 code_paths=[str(PACKAGES / "trainables"), str(PACKAGES / "search")],
                 signature=signature, pip_requirements=_requirements(),
             )
-    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
-    if not client.search_registered_models(filter_string=f"name = '{name}'"):
-        client.create_registered_model(name)
-    # tags and description at creation: one request, so no reader ever sees a version without them
-    created = client.create_model_version(
-        name, info.model_uri, run_id=run_id, tags=version_tags(config, metrics, tags),
-        description=describe_version(config, metrics, run_id), model_id=info.model_id,
-    )
-    version = str(created.version)
-    wait_until_ready(client, name, version)
+        client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+        if not client.search_registered_models(filter_string=f"name = '{name}'"):
+            client.create_registered_model(name)
+        # tags and description at creation: one request, so no reader ever sees a version without them
+        # (inside fluent_uri: the registry resolves the logged model's models:/m-... source there)
+        created = client.create_model_version(
+            name, info.model_uri, run_id=run_id, tags=version_tags(config, metrics, tags),
+            description=describe_version(config, metrics, run_id), model_id=info.model_id,
+        )
+        version = str(created.version)
+        wait_until_ready(client, name, version)
     logger.info("registered %s version %s from run %s", name, version, run_id)
     return f"models:/{name}/{version}"
+
+
+@contextlib.contextmanager
+def fluent_uri(tracking_uri: str):
+    """MLflow's fluent API (``pyfunc.log_model``) at ``tracking_uri`` for the block only: setting it
+    changes process-wide state (and ``MLFLOW_TRACKING_URI``), which a caller's later clients would read."""
+    saved_env = os.environ.get("MLFLOW_TRACKING_URI")
+    saved = mlflow.get_tracking_uri() if saved_env is None else saved_env
+    mlflow.set_tracking_uri(tracking_uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(saved)
+        if saved_env is None:
+            os.environ.pop("MLFLOW_TRACKING_URI", None)
+        else:
+            os.environ["MLFLOW_TRACKING_URI"] = saved_env
 
 
 def wait_until_ready(client, name: str, version: str, seconds: float = 120) -> None:

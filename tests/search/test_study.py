@@ -103,7 +103,8 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
 
 @pytest.mark.slow
 def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert):
-    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable", "--no-report", "--max-concurrent", "1")
+    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable", "--no-report", "--max-concurrent", "1",
+                      "--seeds", "1")
     proc = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True)
     seen = []
@@ -156,9 +157,13 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
                                                                       "folder /proc/x is missing or not writable",
         ("absa", "--optuna-storage", "postgresql://me:s3cret@127.0.0.1:9/optuna"): "postgresql://me:***@127.0.0.1:9/optuna",
     }
+    # all at once: each case is mostly the interpreter importing torch and Ray
+    procs = {args: subprocess.Popen([sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)],
+                                    cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for args in cases}
     for args, message in cases.items():
-        r = subprocess.run([sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)], cwd=tmp_path,
-                           env=env(), capture_output=True, text=True, timeout=120)
+        out, err = procs[args].communicate(timeout=300)
+        r = subprocess.CompletedProcess(args, procs[args].returncode, out, err)
         errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
         assert r.returncode == 2 and len(errors) == 1 and message in errors[0], (args, r.stderr[-1500:])
         assert "s3cret" not in r.stderr + r.stdout
@@ -174,7 +179,7 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
                           "--final-seeds", "2")
         r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-        client = mlflow.MlflowClient(uri)
+        client = mlflow.MlflowClient(uri, registry_uri=uri)
         experiment = client.get_experiment_by_name("absa")
         everything = client.search_runs([experiment.experiment_id])
         children = [run for run in everything if run.data.tags.get("kind") == "trial"]
