@@ -336,8 +336,6 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
             if f"{objective[: -len('/mean')]}/seed{seed}" in result.metrics:
                 row[f"objective/seed{seed}"] = result.metrics[f"{objective[: -len('/mean')]}/seed{seed}"]
         row["checkpoint_dir"] = result.checkpoint.path if result.checkpoint else ""
-        if result.checkpoint and "://" not in storage:
-            row["checkpoint_dir"] = result.checkpoint.path
         collect(c, [row], primary, metrics)
         c.trained = list(point["seeds"])
 
