@@ -22,7 +22,8 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class EncoderConfig:
     model: str = DEFAULT_MODEL  # any AutoModel name or local path
-    summary: str | None = None  # None: "last" for XLNet (its <cls> is last), else "first"
+    # None: the pooling the encoder declares (sentence-transformers: MiniLM's mean), else "last" for XLNet, else "first"
+    summary: str | None = None
     max_seq_length: int = 128
     dropout: float = 0.1  # before each head, as in BERT's classifier
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Mapping
@@ -38,9 +39,32 @@ def load_encoder(config: EncoderConfig) -> nn.Module:
     return AutoModel.from_pretrained(resolve_model_path(config.model))
 
 
-def default_summary(encoder: nn.Module) -> str:
-    # XLNet puts its <cls> at the end (and pads on the left); BERT-likes put [CLS] first.
-    return "last" if getattr(encoder.config, "model_type", "") == "xlnet" else "first"
+def default_summary(encoder_config, model_path: str | Path | None = None) -> str:
+    """The summary the encoder was trained with, where its files say so, else its [CLS] token.
+
+    A sentence-transformers folder (all-MiniLM-L6-v2, the default) declares its pooling in
+    ``1_Pooling/config.json``: MiniLM was trained to be read by the masked mean, and on a
+    small SemEval run its mean learns the polarities faster than its [CLS] vector
+    (``benchmarks/README.md``, smoke preset). XLNet puts its <cls> at the end (and pads on
+    the left); BERT-likes put [CLS] first.
+    """
+    pooling = sentence_transformers_pooling(model_path) if model_path is not None else None
+    if pooling is not None:
+        return pooling
+    return "last" if getattr(encoder_config, "model_type", "") == "xlnet" else "first"
+
+
+def sentence_transformers_pooling(model_path: str | Path) -> str | None:
+    """"mean" or "first" from a local sentence-transformers pooling config; None where there is none."""
+    path = Path(model_path) / "1_Pooling" / "config.json"
+    if not path.is_file():
+        return None
+    pooling = json.loads(path.read_text())
+    if pooling.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if pooling.get("pooling_mode_cls_token"):
+        return "first"
+    return None  # max or sqrt-length pooling: not offered, keep the model type's default
 
 
 class MultitaskModel(nn.Module):
@@ -100,8 +124,12 @@ def summarize(hidden: torch.Tensor, mask: torch.Tensor, how: str) -> torch.Tenso
 
 def build_model(config: EncoderConfig, heads: Mapping[str, tuple[int, str]]) -> MultitaskModel:
     encoder = load_encoder(config)
-    summary = config.summary or default_summary(encoder)
-    return MultitaskModel(encoder, heads, summary, config.dropout)
+    return MultitaskModel(encoder, heads, resolve_summary(config, encoder), config.dropout)
+
+
+def resolve_summary(config: EncoderConfig, encoder: nn.Module) -> str:
+    """The configured summary, else the encoder's own default (see :func:`default_summary`)."""
+    return config.summary or default_summary(encoder.config, resolve_model_path(config.model))
 
 
 def tiny_xlnet_tokenizer():

@@ -22,6 +22,7 @@ import os
 import pickle
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -70,9 +71,14 @@ def save_model_dir(out_dir: str | Path, checkpoint: Path | dict, config: TrainCo
     state = load_checkpoint(Path(checkpoint)) if not isinstance(checkpoint, dict) else checkpoint
     state = state.get("model", state)
     torch.save({k: v.detach().cpu() for k, v in state.items()}, out / MODEL_FILE)
+    model_path = resolve_model_path(config.encoder.model)
+    encoder_config = AutoConfig.from_pretrained(model_path)
+    # the directory's copy of the encoder has no sentence-transformers files: record the summary it used
+    summary = config.encoder.summary or default_summary(encoder_config, model_path)
+    config = replace(config, encoder=replace(config.encoder, summary=summary))
     (out / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
     (out / TASKS_FILE).write_text(json.dumps(copy_task_files(config.tasks, out), indent=2) + "\n")
-    AutoConfig.from_pretrained(resolve_model_path(config.encoder.model)).save_pretrained(out / ENCODER_DIR)
+    encoder_config.save_pretrained(out / ENCODER_DIR)
     tokenizer.save_pretrained(out / ENCODER_DIR)
     return out
 
@@ -114,7 +120,9 @@ class Predictor:
         tasks = {spec: load_task(spec, specs.get(spec, spec), root, config) for spec in config.tasks}
         encoder = AutoModel.from_config(AutoConfig.from_pretrained(root / ENCODER_DIR))
         heads = {spec: (task.num_labels, task.kind) for spec, task in tasks.items()}
-        model = MultitaskModel(encoder, heads, config.encoder.summary or default_summary(encoder), config.encoder.dropout)
+        # save_model_dir records the summary it trained with; older directories hold None there
+        model = MultitaskModel(encoder, heads, config.encoder.summary or default_summary(encoder.config),
+                               config.encoder.dropout)
         model.load_state_dict(torch.load(root / MODEL_FILE, map_location="cpu", weights_only=True))
         target = resolve_device(device)
         tokenizer = AutoTokenizer.from_pretrained(root / ENCODER_DIR, use_fast=True)

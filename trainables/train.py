@@ -25,7 +25,7 @@ def parser() -> ArgumentParser:
     p.add_argument("--anneal-c", type=float, default=0.9, help="annealing constant c for --sampling anneal")
     p.add_argument("--weights", default="", help="TASK=TIER|NUMBER,... (default primary 4, others 2)")
     p.add_argument("--model", default=DEFAULT_MODEL, help="encoder: AutoModel name or local path")
-    p.add_argument("--summary", choices=SUMMARIES, help="sequence summary (default: by model type)")
+    p.add_argument("--summary", choices=SUMMARIES, help="sequence summary (default: the pooling the encoder declares, else by model type)")
     p.add_argument("--max-seq-length", type=int, default=128)
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--batch-size", type=int, default=24)

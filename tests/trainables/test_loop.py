@@ -9,7 +9,7 @@ import torch
 from trainables.batching import IGNORE, Padding, collate, encode, limit_rows
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.loop import DivergedError, Trainer, prepare_data, train
-from trainables.model import load_tokenizer, summarize
+from trainables.model import DEFAULT_MODEL, build_model, default_summary, load_tokenizer, resolve_model_path, summarize
 from trainables.tasks import get_task
 
 
@@ -73,6 +73,24 @@ def test_different_seed_differs(tiny_bert):
     a = strip_timing(train(tiny_config(tiny_bert, epochs=1, seed=1)))
     b = strip_timing(train(tiny_config(tiny_bert, epochs=1, seed=2)))
     assert a != b
+
+
+def test_summary_defaults_to_the_pooling_the_encoder_declares(tiny_bert, tmp_path):
+    import shutil
+
+    from transformers import AutoConfig
+
+    declared = tmp_path / "st"
+    shutil.copytree(tiny_bert, declared)
+    (declared / "1_Pooling").mkdir()
+    (declared / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_mean_tokens": True}))
+    heads = {"sst2": (2, "sequence")}
+    assert build_model(EncoderConfig(str(declared)), heads).summary == "mean"
+    assert build_model(EncoderConfig(str(declared), summary="first"), heads).summary == "first"
+    assert build_model(EncoderConfig(str(tiny_bert)), heads).summary == "first"
+    # the packaged MiniLM is a sentence-transformers folder trained for mean pooling
+    minilm = resolve_model_path(DEFAULT_MODEL)
+    assert default_summary(AutoConfig.from_pretrained(minilm), minilm) == "mean"
 
 
 def test_xlnet_left_padding_and_last_token_summary(tiny_xlnet):
