@@ -283,8 +283,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     else:
         name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         check_new_name(cfg, name, storage)
+    prep = prepare(cfg)  # tasks, their data and the metric: checked before Ray starts
     connect(cfg)
-    prep = prepare(cfg)
     study, preset, base, objective, data, signature = (prep.study, prep.preset, prep.base, prep.objective, prep.data,
                                                       prep.signature)
     if preset.note:
