@@ -16,6 +16,7 @@ import itertools
 import json
 import math
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any, Mapping
 
 from trainables.config import TIERS, SamplingConfig, TrainConfig
@@ -115,9 +116,16 @@ def schema_label(config: TrainConfig, digits: int = 3) -> str:
     return s.schema
 
 
+def task_label(spec: str) -> str:
+    """A task spec as labels show it: a file option by its stem (``csv:/data/topics.json`` -> ``csv:topics``)."""
+    base, sep, option = spec.partition(":")
+    return f"{base}{sep}{Path(option).stem}" if Path(option).suffix else spec
+
+
 def describe(config: TrainConfig) -> str:
     """A short human label: ``semeval+sst2+pos anneal(c=0.50) lr=2e-05 wu=0.10 bs=24``."""
-    return f"{'+'.join(config.tasks)} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+    tasks = "+".join(map(task_label, config.tasks))
+    return f"{tasks} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
 
 
 def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
@@ -125,7 +133,7 @@ def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
 
     The number (Optuna's) tells trials apart; the rest says what differs at a glance.
     """
-    auxiliary = "+".join(t for t in config.tasks if t != config.primary)
+    auxiliary = "+".join(task_label(t) for t in config.tasks if t != config.primary)
     short = "baseline" if baseline else f"{auxiliary} {schema_label(config, 2)}".strip()
     return f"t{number:02d} {short}"
 

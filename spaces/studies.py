@@ -65,7 +65,8 @@ class Preset:
         at_least = {"epochs": (self.epochs, 1), "max_seq_length": (self.max_seq_length, 8), "trials": (self.trials, 1),
                     "batch_size": (self.batch_size, 1), "grace_period": (self.grace_period, 1),
                     "reduction_factor": (self.reduction_factor, 2), "final_seeds": (self.final_seeds, 2),
-                    "max_train_examples": (self.max_train_examples, 1), "max_eval_examples": (self.max_eval_examples, 1)}
+                    "max_train_examples": (self.max_train_examples, 1),
+                    "max_eval_examples": (self.max_eval_examples, 1)}
         for key, (value, floor) in at_least.items():
             if value is not None and value < floor:
                 raise ConfigError(f"{key} {value}: expected >= {floor}")

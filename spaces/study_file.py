@@ -121,7 +121,8 @@ def metric_names(task: Task) -> set[str]:
 
 def read_weights(path: Path, value: Any, primary: str, candidates: tuple[str, ...]) -> dict[str, float]:
     """``{"sst2": "tertiary", "pos": 1.5}`` -> weights by candidate spec (as ``candidates`` spells them)."""
-    expect(isinstance(value, dict), path, "weights", value, f'a table of tiers or numbers per auxiliary task, or "{SEARCH}"')
+    expect(isinstance(value, dict), path, "weights", value,
+           f'a table of tiers or numbers per auxiliary task, or "{SEARCH}"')
     out = {}
     for name, w in value.items():
         key = f"weights.{name}"
@@ -152,7 +153,8 @@ def preset_reader(hint: str) -> tuple[Callable[[Any], bool], str, Callable[[Any]
     accepts, what, convert = readers[base]
     if not optional:
         return accepts, what, convert
-    return (lambda v: v is False or accepts(v)), f"{what} or false (unset)", (lambda v: None if v is False else convert(v))
+    return ((lambda v: v is False or accepts(v)), f"{what} or false (unset)",
+            (lambda v: None if v is False else convert(v)))
 
 
 def read_preset(path: Path, name: str, value: Any, primary_key: Callable[[str, Any], str]) -> Preset:
@@ -191,6 +193,26 @@ def read_published(path: Path, value: Any, metrics: set[str]) -> dict[str, dict[
 def load_study(path: str | Path) -> Study:
     """Read and check the study file at ``path`` (see the module docstring)."""
     path = Path(path)
+    raw = read_toml(path)
+    values, primary = read_tasks(path, raw)
+    metrics = metric_names(primary)
+    values.update(read_objective(path, raw, metrics, primary.name))
+    values.update(read_dimensions(path, raw, values["primary"], values["candidates"]))
+    presets = raw.get("presets", {})
+    expect(isinstance(presets, dict), path, "presets", presets, "tables [presets.NAME] of preset fields")
+    values["presets"] = {**DEFAULT_PRESETS, **{
+        name: read_preset(path, name, table, lambda key, spec: task_spec(path, key, spec))
+        for name, table in presets.items()}}
+    if "published" in raw:
+        values["published"] = read_published(path, raw["published"], metrics)
+    try:
+        return Study(**values)
+    except ConfigError as exc:
+        raise StudyFileError(path, "", str(exc)) from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """The file's tables, its keys known and the required ones there."""
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -203,13 +225,15 @@ def load_study(path: str | Path) -> Study:
     for key in ("name", "primary", "candidates", "metric"):
         if key not in raw:
             raise StudyFileError(path, key, "missing; a study needs name, primary, candidates and metric")
-    values: dict[str, Any] = {}
-    values["name"] = read_string(path, "name", raw["name"])
-    expect(NAME.fullmatch(values["name"]) is not None, path, "name", raw["name"],
-           "letters, digits, '_', '.' or '-' (it names the MLflow experiment and the result folders)")
+    return raw
 
-    # tasks: known, their files there, each task once
-    values["primary"] = task_spec(path, "primary", raw["primary"])
+
+def read_tasks(path: Path, raw: Mapping[str, Any]) -> tuple[dict[str, Any], Task]:
+    """Name, primary and candidates: tasks known, their files there, each task once."""
+    name = read_string(path, "name", raw["name"])
+    expect(NAME.fullmatch(name) is not None, path, "name", name,
+           "letters, digits, '_', '.' or '-' (it names the MLflow experiment and the result folders)")
+    values: dict[str, Any] = {"name": name, "primary": task_spec(path, "primary", raw["primary"])}
     specs = read_strings(path, "candidates", raw["candidates"])
     values["candidates"] = tuple(task_spec(path, "candidates", spec) for spec in specs)
     if not specs:  # every schema samples between tasks: with the primary alone, each is plain fine-tuning
@@ -222,23 +246,27 @@ def load_study(path: str | Path) -> Study:
     for spec in values["candidates"]:
         name = task(path, "candidates", spec).name
         if name in seen:
-            what = "is the primary task" if spec == values["primary"] else f"is the same task ({name}) as {seen[name]!r}"
+            what = ("is the primary task" if spec == values["primary"]
+                    else f"is the same task ({name}) as {seen[name]!r}")
             raise StudyFileError(path, "candidates", f"{spec!r} {what}; expected other tasks (a task's metrics "
                                                      "would share keys)")
         seen[name] = spec
+    return values, primary
 
-    # the objective
-    metrics = metric_names(primary)
-    values["metric"] = read_string(path, "metric", raw["metric"])
-    if values["metric"] not in metrics:
-        raise StudyFileError(path, "metric", f"{values['metric']!r} is no metric of {primary.name}; expected one of "
+
+def read_objective(path: Path, raw: Mapping[str, Any], metrics: set[str], task_name: str) -> dict[str, Any]:
+    metric = read_string(path, "metric", raw["metric"])
+    if metric not in metrics:
+        raise StudyFileError(path, "metric", f"{metric!r} is no metric of {task_name}; expected one of "
                                              f"{', '.join(sorted(metrics))}")
-    if "mode" in raw:
-        values["mode"] = read_string(path, "mode", raw["mode"])
+    return {"metric": metric, **({"mode": read_string(path, "mode", raw["mode"])} if "mode" in raw else {})}
+
+
+def read_dimensions(path: Path, raw: Mapping[str, Any], primary: str, candidates: tuple[str, ...]) -> dict[str, Any]:
+    """Schemas, ranges (searched, fixed, or for the optional ones left to the preset) and weights."""
+    values: dict[str, Any] = {}
     if "schemas" in raw:
         values["schemas"] = read_strings(path, "schemas", raw["schemas"])
-
-    # ranges: searched, fixed, or (the optional ones) left to the preset
     for key in ("exponent", "anneal_c"):
         if key in raw:
             values[key] = read_range(path, key, raw[key])
@@ -252,20 +280,8 @@ def load_study(path: str | Path) -> Study:
     elif "weight" in raw:
         raise StudyFileError(path, "weight", f'a range of searched weights; expected weights = "{SEARCH}" beside it')
     elif "weights" in raw:
-        values["weights"] = read_weights(path, raw["weights"], values["primary"], values["candidates"])
-
-    # presets and published rows
-    presets = raw.get("presets", {})
-    expect(isinstance(presets, dict), path, "presets", presets, "tables [presets.NAME] of preset fields")
-    values["presets"] = {**DEFAULT_PRESETS, **{
-        name: read_preset(path, name, table, lambda key, spec: task_spec(path, key, spec))
-        for name, table in presets.items()}}
-    if "published" in raw:
-        values["published"] = read_published(path, raw["published"], metrics)
-    try:
-        return Study(**values)
-    except ConfigError as exc:
-        raise StudyFileError(path, "", str(exc)) from None
+        values["weights"] = read_weights(path, raw["weights"], primary, candidates)
+    return values
 
 
 # -- built-in and loaded studies ----------------------------------------------
