@@ -19,6 +19,7 @@ from typing import Any
 
 from search.config import SearchConfig
 from search.runner import base_config
+from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import run_main, setup_logging
 from trainables.config import ConfigError
@@ -118,7 +119,7 @@ def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: 
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m search.estimate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("study")
+    p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--preset", default="full")
     p.add_argument("--trials", type=int)
     p.add_argument("--seeds", type=int)
@@ -130,7 +131,8 @@ def main() -> int:
     p.add_argument("--data-dir")
     args = p.parse_args()
     setup_logging()
-    cfg = SearchConfig(study=args.study, preset=args.preset, trials=args.trials, seeds=args.seeds, data_dir=args.data_dir)
+    cfg = SearchConfig(study=get_study(args.study).name, preset=args.preset, trials=args.trials, seeds=args.seeds,
+                       data_dir=args.data_dir)
     samples_per_second, measured = args.samples_per_second, None
     if args.from_benchmark:
         samples_per_second, measured = benchmark_throughput(args.from_benchmark)

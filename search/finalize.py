@@ -434,7 +434,7 @@ def final_frame(result: FinalResult) -> pd.DataFrame:
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m search.finalize", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("study")
+    p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
     p.add_argument("--seeds", type=int, default=FinalizeConfig.seeds, help="seeds 1..K per contender")
     p.add_argument("--tracking-uri", default=FinalizeConfig.tracking_uri)
@@ -451,8 +451,8 @@ def main() -> int:
     from search.runner import absolute_sqlite
     from search.tracking import check_tracking_uri
 
-    cfg = FinalizeConfig(args.study, args.name, args.seeds, absolute_sqlite(args.tracking_uri), args.out,
-                         args.cpus_per_trial, args.gpus_per_trial, args.max_concurrent, args.address,
+    cfg = FinalizeConfig(get_study(args.study).name, args.name, args.seeds, absolute_sqlite(args.tracking_uri),
+                         args.out, args.cpus_per_trial, args.gpus_per_trial, args.max_concurrent, args.address,
                          not args.no_register)
     check_tracking_uri(cfg.tracking_uri)
     result = finalize(cfg)

@@ -266,7 +266,7 @@ def build_report(study: str, tracking_uri: str, run_name: str | None = None, out
 
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m search.report", description=__doc__)
-    p.add_argument("study")
+    p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
     p.add_argument("--out", default="results", help="directory for report.csv, report.md and plots")
@@ -276,7 +276,7 @@ def main() -> int:
     from search.tracking import check_tracking_uri
 
     check_tracking_uri(args.tracking_uri)
-    build_report(args.study, args.tracking_uri, args.name, args.out, args.top)
+    build_report(get_study(args.study).name, args.tracking_uri, args.name, args.out, args.top)
     return 0
 
 

@@ -1,7 +1,9 @@
 """``python -m search.run STUDY``: search a study's multitask schemas on a Ray cluster.
 
 Example: ``python -m search.run absa --preset smoke`` (local Ray, SQLite MLflow
-store ``./mlflow.db``, Optuna store ``./optuna.db``, packaged MiniLM encoder).
+store ``./mlflow.db``, Optuna store ``./optuna.db``, packaged MiniLM encoder), or
+``python -m search.run my-study.toml`` for a study file (README, "Study files");
+``--list`` shows the built-in studies.
 """
 
 from __future__ import annotations
@@ -11,7 +13,8 @@ import logging
 
 from search.config import SEARCHES, SearchConfig
 from search.console import quiet_console
-from spaces.studies import STUDIES
+from spaces import builtin_studies, get_study
+from spaces.study_file import listing
 from trainables.cli import run_main, setup_logging
 from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks import DataError
@@ -22,7 +25,8 @@ logger = logging.getLogger("search.run")
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m search.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("study", help=f"study to run: {', '.join(sorted(STUDIES))}")
+    p.add_argument("study", nargs="?", help=f"a built-in study ({', '.join(builtin_studies())}) or a .toml study file")
+    p.add_argument("--list", action="store_true", help="print the built-in studies and exit")
     p.add_argument("--preset", help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "
                    "default: full where the cluster has GPUs, else smoke")
     p.add_argument("--trials", type=int, help="trials to train (default: the preset's)")
@@ -71,7 +75,7 @@ def parse_range(text: str) -> tuple[float, float]:
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
     auxiliary = None if args.auxiliary is None else tuple(t.strip() for t in args.auxiliary.split(",") if t.strip())
     return SearchConfig(
-        study=args.study, preset=args.preset, trials=args.trials, seeds=args.seeds,
+        study=get_study(args.study).name, preset=args.preset, trials=args.trials, seeds=args.seeds,
         max_concurrent=args.max_concurrent, gpus_per_trial=args.gpus_per_trial, cpus_per_trial=args.cpus_per_trial,
         metric=args.metric, mode=args.mode, tracking_uri=args.tracking_uri, storage=args.storage,
         optuna_storage=args.optuna_storage, resume=args.resume, name=args.name, address=args.address,
@@ -86,9 +90,14 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
 
 def main() -> int:
     args = parser().parse_args()
+    if args.list:
+        print(listing(builtin_studies()))
+        return 0
+    if args.study is None:
+        raise ConfigError("expected a STUDY: a built-in study or a .toml study file (--list shows the built-ins)")
+    cfg = config_from_args(args)  # the study (file), its tasks and ranges checked: before Ray is even imported
     setup_logging(args.verbose)
     quiet_console(args.verbose)
-    cfg = config_from_args(args)
     from search.runner import run
 
     outcome = run(cfg)
@@ -98,8 +107,6 @@ def main() -> int:
     final = None
     if cfg.finalize:
         from search.finalize import FinalizeConfig, finalize
-        from spaces import get_study
-
         seeds = cfg.final_seeds or get_study(cfg.study).preset(outcome["preset"]).final_seeds
         try:
             final = finalize(FinalizeConfig(

@@ -283,8 +283,10 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     else:
         name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         check_new_name(cfg, name, storage)
+    if cfg.address not in (None, "auto", "local"):
+        probe_address(cfg.address)  # a mistyped address fails in seconds, not after tokenizing
+    prep = prepare(cfg)  # tasks, their data and the metric: checked before Ray starts
     connect(cfg)
-    prep = prepare(cfg)
     study, preset, base, objective, data, signature = (prep.study, prep.preset, prep.base, prep.objective, prep.data,
                                                       prep.signature)
     if preset.note:

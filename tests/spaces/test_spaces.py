@@ -95,6 +95,7 @@ def test_define_by_run_space_is_conditional():
         if "exponent" in p:
             assert 0.0 <= p["exponent"] <= 3.0
         assert 1e-5 <= p["lr"] <= 1e-4
+        assert not any(k.startswith("weight/") for k in p)  # fixed weights: not a dimension
         seen.add(p["schema"])
         study.tell(trial, 0.5)
     assert seen == set(ABSA.schemas)
@@ -117,3 +118,63 @@ def test_apply_choices_keeps_candidate_order():
 def test_bad_study_rejected(bad):
     with pytest.raises(ConfigError):
         bad()
+
+
+SEARCHED = Study("w", "semeval", ("sst2", "pos"), "acc_4way", weight=Range(0.125, 8.0, log=True))
+
+
+def weighted(schema, weights, **extra):
+    """A point of ``SEARCHED``: auxiliaries with their weights relative to the primary."""
+    return apply_choices(BASE, {**{f"aux/{t}": t in weights for t in SEARCHED.candidates}, "schema": schema,
+                                **{f"weight/{t}": w for t, w in weights.items()}, **extra}, SEARCHED)
+
+
+def test_searched_weights_collapse_with_the_exponent():
+    # w with exponent a and w**a with exponent 1 give one distribution: one key
+    assert canonical_key(weighted("power", {"sst2": 0.3}, exponent=1.7)) == canonical_key(
+        weighted("prop", {"sst2": 0.3 ** 1.7}))
+    assert canonical_key(weighted("square", {"sst2": 0.3, "pos": 2.5})) == canonical_key(
+        weighted("prop", {"sst2": 0.09, "pos": 6.25})) == canonical_key(weighted("power", {"sst2": 0.3, "pos": 2.5},
+                                                                                  exponent=2.0))
+    # ... and with the tier weights (primary 4, auxiliaries 2) of a study that does not search them
+    assert canonical_key(weighted("prop", {"sst2": 0.25})) == key(("sst2",), "square")
+    assert canonical_key(weighted("sqrt", {"sst2": 0.25})) == key(("sst2",), "prop")
+    assert canonical(weighted("prop", {"sst2": 0.25})).sampling.schema == "square"  # the tier form keeps its name
+    # weights equal to the primary's: uniform, whatever the exponent
+    assert canonical_key(weighted("power", {"sst2": 1.0, "pos": 1.0}, exponent=2.6)) == key(("sst2", "pos"), "random")
+    # what does differ stays apart: other weights, and anneal (its exponent changes per epoch)
+    assert canonical_key(weighted("prop", {"sst2": 0.3})) != canonical_key(weighted("prop", {"sst2": 0.4}))
+    assert canonical_key(weighted("anneal", {"sst2": 0.3}, anneal_c=0.5)) != canonical_key(
+        weighted("anneal", {"sst2": 0.09}, anneal_c=0.5))
+
+
+@pytest.mark.parametrize("schema,weights,extra", [
+    ("power", {"sst2": 0.3}, {"exponent": 1.7}),
+    ("sqrt", {"sst2": 0.2, "pos": 3.0}, {}),
+    ("power", {"sst2": 5.0, "pos": 0.7}, {"exponent": 0.35}),
+    ("anneal", {"sst2": 0.6, "pos": 0.2}, {"anneal_c": 0.8}),
+])
+def test_canonical_config_trains_the_same_distribution_every_epoch(schema, weights, extra):
+    from trainables.sampling import make_sampler
+
+    c = weighted(schema, weights, **extra)
+    for epoch in range(c.epochs):
+        p = [make_sampler(x.sampling, x.task_weights(), x.epochs, 0).probabilities(epoch) for x in (c, canonical(c))]
+        assert p[0] == pytest.approx(p[1], rel=1e-9)
+
+
+def test_space_searches_the_weights_of_chosen_auxiliaries():
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    searched = 0
+    for _ in range(60):
+        trial = study.ask()
+        define_space(trial, SEARCHED)
+        p = trial.params
+        for task in SEARCHED.candidates:
+            reads = p[f"aux/{task}"] and p["schema"] not in ("sequential", "random")
+            assert (f"weight/{task}" in p) == reads
+            if reads:
+                assert 0.125 <= p[f"weight/{task}"] <= 8.0
+                searched += 1
+        study.tell(trial, 0.5)
+    assert searched
