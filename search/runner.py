@@ -14,6 +14,7 @@ import numpy as np
 
 from search.config import SearchConfig
 from spaces import Preset, Study, apply_choices, baseline_choices, thesis_grid
+from spaces.canonical import baseline_moves
 from trainables.cli import mask_credentials
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.loop import TaskData, prepare_data
@@ -258,6 +259,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     from ray import tune
     import optuna
 
+    from search.outcome import FAILED, outcome
     from search.progress import TrialLines
     from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
@@ -309,6 +311,9 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
     else:
         points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
+        for key, (preset_value, moved) in baseline_moves(study, base).items():
+            logger.warning("the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
+                           "(the report says so too)", key, moved, preset_value, key)
         trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
         sampler = (
             optuna.samplers.RandomSampler(seed=cfg.search_seed) if cfg.search == "random"
@@ -358,7 +363,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     # unless the searcher ran out of new configs
     never_created = 0 if space_exhausted(cfg.optuna_storage, name) else max(0, trials - len(statuses))
     unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + never_created
-    errors = statuses.count("ERROR")
+    errors = sum(outcome(t, base.epochs) == FAILED for t in results._experiment_analysis.trials)  # diverged too
     if unfinished:
         logger.warning("study %s interrupted with %d unfinished trials; continue it with: "
                        "python -m search.run %s --resume --name %s", name, unfinished, cfg.study, name)
