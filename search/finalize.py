@@ -26,7 +26,7 @@ import pandas as pd
 
 from search import stats
 from spaces import get_study
-from trainables.cli import run_main, setup_logging
+from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError, TrainConfig
 from trainables.tasks import DataError
 
@@ -432,8 +432,8 @@ def final_frame(result: FinalResult) -> pd.DataFrame:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m search.finalize", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="python -m search.finalize", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("study")
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
     p.add_argument("--seeds", type=int, default=FinalizeConfig.seeds, help="seeds 1..K per contender")

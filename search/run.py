@@ -12,16 +12,16 @@ import logging
 from search.config import SEARCHES, SearchConfig
 from search.console import quiet_console
 from spaces.studies import STUDIES
-from trainables.cli import run_main, setup_logging
+from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks import DataError
 
 logger = logging.getLogger("search.run")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m search.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m search.run", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("study", help=f"study to run: {', '.join(sorted(STUDIES))}")
     p.add_argument("--preset", help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "
                    "default: full where the cluster has GPUs, else smoke")

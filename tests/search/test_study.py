@@ -170,6 +170,16 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
     assert not (tmp_path / "ray_results").exists() and not (tmp_path / "mlflow.db").exists()
 
 
+def test_a_bad_range_is_one_line_not_the_usage(capsys):
+    from search.run import parser
+
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["absa", "--warmup-range", "0.1,abc"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith("error: argument --warmup-range: '0.1,abc': expected LOW,HIGH (two numbers)")
+
+
 @pytest.mark.slow
 def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
     with mlflow_server(tmp_path, f"sqlite:///{tmp_path}/server.db", "--artifacts-destination",
