@@ -152,11 +152,14 @@ def connect_address(address: str | None) -> None:
     import ray
 
     from search.console import worker_setup
+    from search.local_ray import loopback_only
 
     if ray.is_initialized():
         return
     if address not in (None, "auto", "local"):
         probe_address(address)
+    if address in (None, "local"):
+        loopback_only()
     try:
         ray.init(address=address or "local", ignore_reinit_error=True, log_to_driver=True,
                  include_dashboard=False if address in (None, "local") else None, runtime_env=worker_setup())
