@@ -281,6 +281,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
     """Train each contender's missing seeds to full epochs as Tune trials logged to MLflow."""
     from ray import tune
 
+    from search.resources import check_request
     from search.runner import connect_address
     from search.tracking import MLflowTracker
     from trainables.loop import prepare_data
@@ -288,6 +289,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
     from trainables.tune import data_signature, multitask_trainable
 
     connect_address(cfg.address)
+    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial)
     everything = contenders[0].config.with_(tasks=tuple(dict.fromkeys(
         t for c in contenders for t in c.config.tasks)))
     tokenizer = load_tokenizer(everything.encoder)

@@ -156,6 +156,9 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         ("absa", "--optuna-storage", "sqlite:////proc/x/optuna.db"): "--optuna-storage sqlite:////proc/x/optuna.db: "
                                                                       "folder /proc/x is missing or not writable",
         ("absa", "--optuna-storage", "postgresql://me:s3cret@127.0.0.1:9/optuna"): "postgresql://me:***@127.0.0.1:9/optuna",
+        # after Ray starts, before any run or trial: Tune would wait forever for a GPU
+        ("absa", "--preset", "smoke", "--gpus-per-trial", "1"): "--gpus-per-trial 1: no node of this Ray cluster can "
+                                                                "ever run a trial (1 CPU/1 GPU); nodes: 1 x ",
     }
     # all at once: each case is mostly the interpreter importing torch and Ray
     procs = {args: subprocess.Popen([sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)],
