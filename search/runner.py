@@ -265,6 +265,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     from ray import tune
     import optuna
 
+    from search import disk
     from search.outcome import FAILED, outcome
     from search.progress import TrialLines
     from search.scheduler import BaselineKeepingASHA
@@ -307,6 +308,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         tune.with_parameters(multitask_trainable, data=data, signature=signature, metric=objective),
         {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
     )
+    resume_command = f"python -m search.run {cfg.study} --resume --name {name}"
     if cfg.resume:
         path = storage.rstrip("/") + "/" + name
         if not tune.Tuner.can_restore(path):
@@ -314,6 +316,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         logger.info("restoring %s", path)
         parent = parent_run.info.run_id
         trials = int(parent_run.data.params["trials"])
+        disk.guard(storage, name, base, len(parent_run.data.params["seeds"].split(",")), trials, cfg.max_concurrent,
+                   resume_command, resuming=True)  # the check only: the guard is restored with the experiment
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
     else:
         points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
@@ -321,6 +325,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             logger.warning("the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
                            "(the report says so too)", key, moved, preset_value, key)
         trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+        guard = disk.guard(storage, name, base, len(seeds), trials, cfg.max_concurrent, resume_command)
         sampler = (
             optuna.samplers.RandomSampler(seed=cfg.search_seed) if cfg.search == "random"
             else optuna.samplers.TPESampler(seed=cfg.search_seed)
@@ -355,7 +360,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
                 name=name, storage_path=storage,
                 failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs)],
+                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs),
+                           guard],
                 progress_reporter=tune.CLIReporter(
                     metric_columns={objective: "objective", "epoch": "epoch"},
                     parameter_columns={"label": "trial"}, max_report_frequency=30, max_column_length=32,
@@ -364,6 +370,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             ),
         )
     results = tuner.fit()
+    if disk.stop_reason(storage, name):  # stopped for a full disk, resumably: trials' statuses say TERMINATED now
+        raise disk.StorageFull(disk.stop_reason(storage, name))
     statuses = [t.status for t in results._experiment_analysis.trials]  # no public accessor in Ray 2.60
     # trials never created count as unfinished (an interrupt stops the searcher too),
     # unless the searcher ran out of new configs
