@@ -289,7 +289,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
     from trainables.tune import data_signature, multitask_trainable
 
     connect_address(cfg.address)
-    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial)
+    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
     everything = contenders[0].config.with_(tasks=tuple(dict.fromkeys(
         t for c in contenders for t in c.config.tasks)))
     tokenizer = load_tokenizer(everything.encoder)

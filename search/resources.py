@@ -59,11 +59,12 @@ def autoscaler_node_types() -> dict[str, dict[str, float] | None]:
 
 
 def check_request(cpus: float, gpus: float, nodes: list[Shape] | None = None,
-                  types: Mapping[str, Shape | None] | None = None) -> None:
-    """Refuse ``--cpus-per-trial``/``--gpus-per-trial`` no node can ever offer, naming what exists."""
+                  types: Mapping[str, Shape | None] | None = None, local: bool = False) -> None:
+    """Refuse ``--cpus-per-trial``/``--gpus-per-trial`` no node can ever offer, naming what exists.
+    ``local``: a private local Ray, which no autoscaler grows (a stale launcher config is ignored)."""
     request = {"CPU": cpus, "GPU": gpus}
     nodes = live_nodes() if nodes is None else nodes
-    types = autoscaler_node_types() if types is None else types
+    types = ({} if local else autoscaler_node_types()) if types is None else types
     if any(fits(n, request) for n in nodes) or any(t is None or fits(t, request) for t in types.values()):
         return
     shapes = list(nodes) + [t for t in types.values() if t is not None]

@@ -173,7 +173,7 @@ def connect(cfg: SearchConfig) -> None:
     from search.resources import check_request
 
     connect_address(cfg.address)
-    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial)
+    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     # an autoscaling cluster may show only its head now: any cluster address counts as multi-node
     if (len(nodes) > 1 or cfg.address not in (None, "local")) and not is_remote_storage(cfg.storage):

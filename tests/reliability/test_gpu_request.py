@@ -59,3 +59,5 @@ def test_node_types_are_read_from_the_cluster_launchers_config(monkeypatch):
     check_request(3, 1, head)
     with pytest.raises(ConfigError, match=r"--gpus-per-trial 8: .*gpu-1x \(4 CPU/1 GPU\), gpu-4x \(48 CPU/4 GPU\)"):
         check_request(3, 8, head)
+    with pytest.raises(ConfigError, match=r"autoscaler node types: none"):  # a stale file beside a local Ray
+        check_request(3, 1, LAPTOP, local=True)

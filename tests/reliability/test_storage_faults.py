@@ -121,6 +121,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", str(path)], check=False)
 
 
+@pytest.mark.slow
 def test_a_full_disk_stops_tune_resumably_and_a_restore_finishes(tmp_path, small_disk, monkeypatch, capsys):
     import ray
     from ray import tune
