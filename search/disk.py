@@ -172,8 +172,9 @@ class StorageGuard(Callback):
     def on_trial_recover(self, iteration: int, trials: list, trial, **info: Any) -> None:
         if disk_full(trial):
             self.drop_partial_checkpoints(trial)
-            self.stop(f"trial {trial.config.get('label', trial.trial_id)} could not write its checkpoint (no space left "
-                      f"on device), {size(free_bytes(self.storage) or 0)} free")
+            label = trial.config.get("label", trial.trial_id)
+            self.stop(f"trial {label} could not write its checkpoint (no space left on device), "
+                      f"{size(free_bytes(self.storage) or 0)} free")
 
     on_trial_error = on_trial_recover  # no retries left: the trial stays failed, the study still stops
 

@@ -106,7 +106,8 @@ def test_the_driver_stops_before_the_running_trials_next_checkpoints_cannot_fit(
     assert not stops
     guard._checked = 0.0
     guard.on_step_begin(2, running)
-    assert stops == [1] and "150 MB free, the 2 running trial(s) need ~200 MB for their next checkpoints" in guard.reason
+    assert stops == [1]
+    assert "150 MB free, the 2 running trial(s) need ~200 MB for their next checkpoints" in guard.reason
 
 
 @pytest.fixture
