@@ -21,7 +21,7 @@ from search.config import SearchConfig
 from search.runner import base_config
 from spaces import get_study
 from trainables.batching import limit_rows
-from trainables.cli import run_main, setup_logging
+from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError
 from trainables.sampling import steps_per_epoch
 from trainables.tasks import DataError, get_task
@@ -117,8 +117,8 @@ def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: 
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m search.estimate", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="python -m search.estimate", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--preset", default="full")
     p.add_argument("--trials", type=int)

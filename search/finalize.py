@@ -26,7 +26,7 @@ import pandas as pd
 
 from search import stats
 from spaces import get_study
-from trainables.cli import run_main, setup_logging
+from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError, TrainConfig
 from trainables.tasks import DataError
 
@@ -281,6 +281,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
     """Train each contender's missing seeds to full epochs as Tune trials logged to MLflow."""
     from ray import tune
 
+    from search.resources import check_request
     from search.runner import connect_address
     from search.tracking import MLflowTracker
     from trainables.loop import prepare_data
@@ -288,6 +289,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
     from trainables.tune import data_signature, multitask_trainable
 
     connect_address(cfg.address)
+    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
     everything = contenders[0].config.with_(tasks=tuple(dict.fromkeys(
         t for c in contenders for t in c.config.tasks)))
     tokenizer = load_tokenizer(everything.encoder)
@@ -432,8 +434,8 @@ def final_frame(result: FinalResult) -> pd.DataFrame:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m search.finalize", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="python -m search.finalize", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
     p.add_argument("--seeds", type=int, default=FinalizeConfig.seeds, help="seeds 1..K per contender")

@@ -7,8 +7,8 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 
+from search.outcome import COMPLETED, FAILED, outcome
 from search.tracking import error_reason
-from trainables.tune import DIVERGED
 
 
 class TrialLines(Callback):
@@ -24,11 +24,11 @@ class TrialLines(Callback):
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         result = trial.last_result or {}
-        if result.get(DIVERGED):
+        status = outcome(trial, self.max_epochs)
+        if status == FAILED:
             self.on_trial_error(iteration, trials, trial)
             return
-        epochs = int(result.get("epoch", 0))
-        status = "completed" if epochs >= self.max_epochs else f"pruned@{epochs}"
+        status = status if status == COMPLETED else f"pruned@{int(result.get('epoch', 0))}"
         mean = result.get(self.objective)
         std = result.get(self.objective[: -len("/mean")] + "/std") if self.objective.endswith("/mean") else None
         score = f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "") if mean is not None else "n/a"

@@ -8,7 +8,6 @@ study's MLflow parent run.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 from dataclasses import dataclass, field
@@ -19,8 +18,8 @@ import pandas as pd
 from search import stats
 from search.tracking import find_parent, trial_table
 from spaces import get_study
-from trainables.cli import run_main, setup_logging
-from trainables.config import ConfigError
+from trainables.cli import ArgumentParser, run_main, setup_logging
+from trainables.config import ConfigError, TrainConfig
 
 logger = logging.getLogger("search.report")
 
@@ -38,6 +37,7 @@ class Context:
     preset_note: str = ""
     majority: dict[str, float] = field(default_factory=dict)  # dev metric -> constant predictor's score
     final_markdown: str = ""
+    preset_lr: float | None = None  # the baseline's lr unless the study's lr range moved it
 
 
 def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
@@ -61,6 +61,17 @@ def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
                       else "yes" if stats.exceeds_noise(d, mode) else "no")
     done["delta_low"], done["delta_high"], done["beyond_noise"] = lows, highs, beyond
     return done
+
+
+def baseline_lr(lr: float, preset_lr: float | None) -> str:
+    """The baseline's learning rate and where it comes from: the thesis, the preset, or the lr range."""
+    thesis = TrainConfig.lr
+    if preset_lr is not None and not math.isclose(lr, preset_lr, rel_tol=1e-3):  # the table holds 4 digits
+        source = "the thesis's" if math.isclose(preset_lr, thesis, rel_tol=1e-3) else f"the thesis's is {thesis:g}"
+        return f"The baseline trains with lr {lr:g}: moved into the study's lr range from the preset's {preset_lr:g} ({source})."
+    if math.isclose(lr, thesis, rel_tol=1e-3):
+        return f"The baseline trains with lr {lr:g} (the thesis's)."
+    return f"The baseline trains with lr {lr:g}, the preset's, not the thesis's {thesis:g}."
 
 
 def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int,
@@ -96,12 +107,7 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         lines += ["", f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
                       f"{floor_metric} = {floor:.4f}; the baseline's dev {floor_metric} {base:.4f} is {where} it."]
     if len(baseline):
-        from trainables.config import TrainConfig
-
-        thesis_lr, lr = TrainConfig.lr, float(baseline.lr.iloc[0])
-        lines += ["", f"The baseline trains with lr {lr:g}" + (
-            " (the thesis's)." if lr == thesis_lr else f", not the thesis's {thesis_lr:g}: the preset's choice or "
-            "the study's lr range moved it.")]
+        lines += ["", baseline_lr(float(baseline.lr.iloc[0]), context.preset_lr)]
     lines += [
         "",
         f"| rank | trial | {'dev ' if on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel | test {metric if on_dev else ''} | epochs |",
@@ -206,9 +212,10 @@ def context_of(client, study: str, parent, final=None) -> Context:
     (given, or the one an earlier finalize logged as ``report/final.md``)."""
     params, metrics = parent.data.params, parent.data.metrics
     try:
-        note = get_study(study).preset(params.get("preset", "")).note
+        preset = get_study(study).preset(params.get("preset", ""))
+        note, preset_lr = preset.note, preset.lr or TrainConfig.lr
     except ConfigError:
-        note = ""
+        note, preset_lr = "", None
     majority = {k[len("majority/dev/"):]: v for k, v in metrics.items() if k.startswith("majority/dev/")}
     final_markdown = final.markdown() if final is not None else ""
     if not final_markdown and "final_verdict" in parent.data.tags:
@@ -219,7 +226,7 @@ def context_of(client, study: str, parent, final=None) -> Context:
                 final_markdown = Path(client.download_artifacts(parent.info.run_id, "report/final.md", tmp)).read_text()
             except Exception:  # an older study, or finalize interrupted before writing it
                 final_markdown = ""
-    return Context(note, majority, final_markdown)
+    return Context(note, majority, final_markdown, preset_lr)
 
 
 def build_report(study: str, tracking_uri: str, run_name: str | None = None, out_dir: str = "results",
@@ -265,7 +272,7 @@ def build_report(study: str, tracking_uri: str, run_name: str | None = None, out
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m search.report", description=__doc__)
+    p = ArgumentParser(prog="python -m search.report", description=__doc__)
     p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")

@@ -15,16 +15,16 @@ from search.config import SEARCHES, SearchConfig
 from search.console import quiet_console
 from spaces import builtin_studies, get_study
 from spaces.study_file import listing
-from trainables.cli import run_main, setup_logging
+from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks import DataError
 
 logger = logging.getLogger("search.run")
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m search.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m search.run", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("study", nargs="?", help=f"a built-in study ({', '.join(builtin_studies())}) or a .toml study file")
     p.add_argument("--list", action="store_true", help="print the built-in studies and exit")
     p.add_argument("--preset", help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "

@@ -14,6 +14,7 @@ import numpy as np
 
 from search.config import SearchConfig
 from spaces import Preset, Study, apply_choices, baseline_choices, thesis_grid
+from spaces.canonical import baseline_moves
 from trainables.cli import mask_credentials
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.loop import TaskData, prepare_data
@@ -151,11 +152,14 @@ def connect_address(address: str | None) -> None:
     import ray
 
     from search.console import worker_setup
+    from search.local_ray import loopback_only
 
     if ray.is_initialized():
         return
     if address not in (None, "auto", "local"):
         probe_address(address)
+    if address in (None, "local"):
+        loopback_only()
     try:
         ray.init(address=address or "local", ignore_reinit_error=True, log_to_driver=True,
                  include_dashboard=False if address in (None, "local") else None, runtime_env=worker_setup())
@@ -166,7 +170,10 @@ def connect_address(address: str | None) -> None:
 def connect(cfg: SearchConfig) -> None:
     import ray
 
+    from search.resources import check_request
+
     connect_address(cfg.address)
+    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     # an autoscaling cluster may show only its head now: any cluster address counts as multi-node
     if (len(nodes) > 1 or cfg.address not in (None, "local")) and not is_remote_storage(cfg.storage):
@@ -258,6 +265,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     from ray import tune
     import optuna
 
+    from search import disk
+    from search.outcome import FAILED, outcome
     from search.progress import TrialLines
     from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
@@ -301,6 +310,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         tune.with_parameters(multitask_trainable, data=data, signature=signature, metric=objective),
         {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
     )
+    resume_command = f"python -m search.run {cfg.study} --resume --name {name}"
     if cfg.resume:
         path = storage.rstrip("/") + "/" + name
         if not tune.Tuner.can_restore(path):
@@ -308,10 +318,16 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         logger.info("restoring %s", path)
         parent = parent_run.info.run_id
         trials = int(parent_run.data.params["trials"])
+        disk.guard(storage, name, base, len(parent_run.data.params["seeds"].split(",")), trials, cfg.max_concurrent,
+                   resume_command, resuming=True)  # the check only: the guard is restored with the experiment
         tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
     else:
         points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
+        for key, (preset_value, moved) in baseline_moves(study, base).items():
+            logger.warning("the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
+                           "(the report says so too)", key, moved, preset_value, key)
         trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+        guard = disk.guard(storage, name, base, len(seeds), trials, cfg.max_concurrent, resume_command)
         sampler = (
             optuna.samplers.RandomSampler(seed=cfg.search_seed) if cfg.search == "random"
             else optuna.samplers.TPESampler(seed=cfg.search_seed)
@@ -346,7 +362,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
                 name=name, storage_path=storage,
                 failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs)],
+                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs),
+                           guard],
                 progress_reporter=tune.CLIReporter(
                     metric_columns={objective: "objective", "epoch": "epoch"},
                     parameter_columns={"label": "trial"}, max_report_frequency=30, max_column_length=32,
@@ -355,12 +372,14 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             ),
         )
     results = tuner.fit()
+    if disk.stop_reason(storage, name):  # stopped for a full disk, resumably: trials' statuses say TERMINATED now
+        raise disk.StorageFull(disk.stop_reason(storage, name))
     statuses = [t.status for t in results._experiment_analysis.trials]  # no public accessor in Ray 2.60
     # trials never created count as unfinished (an interrupt stops the searcher too),
     # unless the searcher ran out of new configs
     never_created = 0 if space_exhausted(cfg.optuna_storage, name) else max(0, trials - len(statuses))
     unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + never_created
-    errors = statuses.count("ERROR")
+    errors = sum(outcome(t, base.epochs) == FAILED for t in results._experiment_analysis.trials)  # diverged too
     if unfinished:
         logger.warning("study %s interrupted with %d unfinished trials; continue it with: "
                        "python -m search.run %s --resume --name %s", name, unfinished, cfg.study, name)

@@ -158,6 +158,12 @@ def baseline_choices(study: Study, base: TrainConfig | None = None) -> dict[str,
     return {**{f"aux/{t}": False for t in study.candidates}, "schema": "prop", **_defaults(study, base)}
 
 
+def baseline_moves(study: Study, base: TrainConfig) -> dict[str, tuple[float, float]]:
+    """What :func:`baseline_choices` moved into the study's ranges: ``{"lr": (2e-05, 5e-05)}``."""
+    chosen = _defaults(study, base)
+    return {k: (getattr(base, k), chosen[k]) for k in ("lr", "warmup") if k in chosen and chosen[k] != getattr(base, k)}
+
+
 def _defaults(study: Study, base: TrainConfig | None = None) -> dict[str, Any]:
     base = base or TrainConfig(tasks=(study.primary,), primary=study.primary)
     out: dict[str, Any] = {}

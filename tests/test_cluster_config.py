@@ -74,9 +74,10 @@ def test_nothing_listens_on_public_interfaces(name: str) -> None:
     config = prepared(name)
     assert "--dashboard-host=127.0.0.1" in ray_start(config["head_start_ray_commands"])
     host = mlflow_host(config)
-    # The head's own private address: from the instance metadata on AWS, or the head_ip it was given.
+    # AWS: the head's private address (from the instance metadata), inside the security group;
+    # on premises, where no such group exists: the head's loopback, reached through an SSH tunnel
     imds = '$(curl -sf -H "X-aws-ec2-metadata-token: $IMDS_TOKEN" http://169.254.169.254/latest/meta-data/local-ipv4)'
-    assert host in {imds, config["provider"].get("head_ip")}
+    assert host == (imds if name == AWS else "127.0.0.1")
     started = " ".join(config["head_start_ray_commands"] + config["worker_start_ray_commands"])
     assert "0.0.0.0" not in started and "--host ::" not in started
 
@@ -95,12 +96,32 @@ def test_aws_trials_land_on_gpu_workers_only() -> None:
     config = prepared(AWS)
     types = config["available_node_types"]
     head = config["head_node_type"]
-    assert types[head]["resources"]["GPU"] == 0 and types[head]["max_workers"] == 0
+    # no trial (nor any Ray task) on the head, which holds the autoscaler's EC2 and S3 role
+    assert types[head]["resources"] == {"CPU": 0, "GPU": 0} and types[head]["max_workers"] == 0
     workers = {name: t for name, t in types.items() if name != head}
     assert {t["node_config"]["InstanceType"] for t in workers.values()} == {"g5.xlarge", "g5.12xlarge"}
     for t in workers.values():
         assert t["resources"]["GPU"] >= 1 and t["max_workers"] >= 1 and t["min_workers"] == 0
         assert t["node_config"]["BlockDeviceMappings"][0]["Ebs"]["VolumeType"] == "gp3"
+
+
+def test_aws_ssh_is_open_to_the_operators_network_only() -> None:
+    """Every node names the operator's security group, so `ray up` creates none (its own group opens
+    SSH to 0.0.0.0/0); the file says how to make that group, with the operator's CIDR to change."""
+    config = prepared(AWS)
+    groups = {tuple(t["node_config"]["SecurityGroupIds"]) for t in config["available_node_types"].values()}
+    assert len(groups) == 1 and len(next(iter(groups))) == 1
+    assert "0.0.0.0/0" not in yaml.safe_dump(config) and "security_group" not in config["provider"]
+    text = (ROOT / AWS).read_text()
+    assert re.search(r"^\s*#\s+CIDR=\S+/\d+\s+# CHANGE: the operator's network", text, re.M)
+    assert "--port 22 --cidr $CIDR" in text and "--protocol -1 --source-group $SG" in text
+
+
+def test_onprem_says_what_to_firewall_and_tunnels_to_mlflow() -> None:
+    text = (ROOT / ONPREM).read_text()
+    assert "ufw default deny incoming" in text and "6379" in text and "10001" in text
+    assert re.search(r"ufw allow from \S+ to any port 22 proto tcp\s+# CHANGE: the operator's network", text)
+    assert "ssh -N -L 5000:127.0.0.1:5000" in text
 
 
 def test_onprem_head_advertises_no_gpu() -> None:

@@ -1,8 +1,9 @@
-"""Shared CLI plumbing: one-line errors and atomic JSON output."""
+"""Shared CLI plumbing: one-line errors, output paths checked up front, atomic file output."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -10,7 +11,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import IO, Any, Callable, Iterator, NoReturn
 
 
 # "scheme://user:password@host": the password part
@@ -45,19 +46,60 @@ class ArgumentParser(argparse.ArgumentParser):
         fail(f"{message} (see {self.prog} --help)")
 
 
-def write_json(path: str | Path, value: Any) -> None:
-    """Write ``value`` to ``path`` via a temporary file, so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` sets it to read it)."""
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(value, f, indent=2, sort_keys=True)
-            f.write("\n")
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError):  # not Linux, or a kernel before 4.7
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO]:
+    """Write ``path`` via a temporary file beside it, renamed over it once complete, so a crash never
+    leaves half a file. The file's mode is what ``open`` would give it (an existing file's, else
+    0666 less the umask), not ``mkstemp``'s 0600; errors name ``path``, not the temporary file."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
+    try:
+        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~umask())
+        with os.fdopen(fd, mode, **kwargs) as f:
+            yield f
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename in (None, tmp):
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
+
+
+def write_json(path: str | Path, value: Any) -> None:
+    """Write ``value`` to ``path`` atomically (:func:`atomic_write`)."""
+    with atomic_write(path) as f:
+        json.dump(value, f, indent=2, sort_keys=True)
+        f.write("\n")
+
+
+def check_writable(path: str | Path, flag: str) -> None:
+    """Fail before the work, not after it, when ``path`` cannot be written (by trying: root passes
+    permission checks even on /proc)."""
+    path = Path(path)
+    if path.is_dir():
+        raise OSError(f"{flag} {path}: is a folder, expected a file name")
+    folder = path.resolve().parent
+    existing = next(p for p in (folder, *folder.parents) if p.exists())
+    try:
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise OSError(f"{flag} {path}: cannot write in {existing} ({exc.strerror})") from None
 
 
 def setup_logging(verbose: bool = False) -> None:

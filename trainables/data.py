@@ -14,12 +14,11 @@ import csv
 import hashlib
 import os
 import sys
-import tempfile
 import urllib.request
 from pathlib import Path
 from typing import NamedTuple
 
-from trainables.cli import ArgumentParser, run_main
+from trainables.cli import ArgumentParser, atomic_write, run_main
 from trainables.tasks import PROTOCOLS, SPLITS, DataError, Task, get_task, task_names
 
 
@@ -73,18 +72,11 @@ def label_text(task: Task, label: int | tuple[int, ...]) -> str:
 def export(task: Task, split: str, out: Path) -> int:
     """Write ``split``'s rows in model order, atomically (temp file, then rename); return the row count."""
     examples = task.examples(split)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f)
-            writer.writerow(["id", "text_a", "text_b", "label"])
-            for ex in examples:
-                writer.writerow([ex.id, ex.text_a, ex.text_b or "", label_text(task, ex.label)])
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(out, newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "text_a", "text_b", "label"])
+        for ex in examples:
+            writer.writerow([ex.id, ex.text_a, ex.text_b or "", label_text(task, ex.label)])
     return len(examples)
 
 

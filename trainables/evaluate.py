@@ -4,7 +4,8 @@ The file has one line per exported row (``python -m trainables.data export``),
 in export order: one row of class probabilities (comma- or whitespace-separated)
 per row, or per word for tagging tasks. A two-class task (sst2, the binary
 QA_B/NLI_B constructions) also takes a single value per line, P(class 1) =
-P(yes). Every value must be a finite probability in [0, 1]. Prints the
+P(yes). Every value must be a finite probability in [0, 1], and a row of
+several values a distribution (summing to 1, within ``SUM_TOLERANCE``). Prints the
 metrics, computed by the same code as training, as one JSON object (an
 undefined metric is ``null``).
 """
@@ -20,33 +21,49 @@ import numpy as np
 from trainables.cli import ArgumentParser, run_main
 from trainables.data import resolve_data_dir
 from trainables.tasks import PROTOCOLS, SPLITS, DataError, Task, get_task
+from trainables.tasks._io import not_utf8
+
+SUM_TOLERANCE = 0.01  # rows rounded to a few decimals (45 PoS tags at 4 decimals: up to 0.0023 off)
 
 
 def read_predictions(path: Path, rows: int, classes: int) -> np.ndarray:
     """(rows, classes) probabilities; for two classes a single column p becomes (1 - p, p)."""
     widths = (1, 2) if classes == 2 else (classes,)
-    expected = " or ".join(map(str, widths))
     values = []
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            fields = line.replace(",", " ").split()
-            if not fields:
-                continue
-            width = len(values[0]) if values else len(fields)  # every line as wide as the first
-            if len(fields) != width or width not in widths:
-                raise DataError(f"{path}:{line_no}: {len(fields)} values, expected {expected} per line (classes of the task)")
-            try:
-                row = [float(x) for x in fields]
-            except ValueError:
-                raise DataError(f"{path}:{line_no}: not a number in {line.strip()!r}") from None
-            bad = next((x for x in row if not 0.0 <= x <= 1.0), None)  # NaN fails the test too
-            if bad is not None:
-                raise DataError(f"{path}:{line_no}: value {bad}, expected a finite probability in [0, 1]")
-            values.append(row)
+    try:
+        with path.open(encoding="utf-8") as f:
+            for line_no, line in enumerate(f, 1):
+                row = prediction_row(line, values[0] if values else None, widths, f"{path}:{line_no}")
+                if row:
+                    values.append(row)
+    except UnicodeDecodeError:
+        raise not_utf8(path) from None
     if len(values) != rows:
         raise DataError(f"{path}: {len(values)} prediction lines, expected {rows} (one per exported row, or per word for tagging)")
     probs = np.asarray(values, dtype=np.float64) if values else np.empty((0, classes))
     return np.column_stack([1 - probs[:, 0], probs[:, 0]]) if probs.shape[1] == 1 else probs
+
+
+def prediction_row(line: str, first: list[float] | None, widths: tuple[int, ...], where: str) -> list[float]:
+    """One line's probabilities (none for a blank line): as many as the first line's, each in
+    [0, 1], several summing to 1."""
+    fields = line.replace(",", " ").split()
+    if not fields:
+        return []
+    width = len(first) if first else len(fields)  # every line as wide as the first
+    if len(fields) != width or width not in widths:
+        expected = " or ".join(map(str, widths))
+        raise DataError(f"{where}: {len(fields)} values, expected {expected} per line (classes of the task)")
+    try:
+        row = [float(x) for x in fields]
+    except ValueError:
+        raise DataError(f"{where}: not a number in {line.strip()!r}") from None
+    bad = next((x for x in row if not 0.0 <= x <= 1.0), None)  # NaN fails the test too
+    if bad is not None:
+        raise DataError(f"{where}: value {bad}, expected a finite probability in [0, 1]")
+    if len(row) > 1 and abs(sum(row) - 1.0) > SUM_TOLERANCE:
+        raise DataError(f"{where}: values sum to {sum(row):.4g}, expected a distribution over the classes (sum 1)")
+    return row
 
 
 def evaluate(task: Task, split: str, predictions: Path) -> dict[str, float]:

@@ -18,10 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import pickle
 import shutil
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Sequence
@@ -30,7 +28,7 @@ import numpy as np
 import torch
 
 from trainables.batching import Padding, encode
-from trainables.cli import ArgumentParser, run_main, setup_logging
+from trainables.cli import ArgumentParser, atomic_write, run_main, setup_logging
 from trainables.config import ConfigError, TrainConfig
 from trainables.loop import predict_probs, resolve_device
 from trainables.model import MultitaskModel, default_summary, resolve_model_path
@@ -228,15 +226,8 @@ def read_inputs(path: Path) -> list[str]:
 
 
 def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_write(path, encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
 def main() -> int:

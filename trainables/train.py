@@ -7,7 +7,7 @@ import json
 import logging
 from dataclasses import asdict
 
-from trainables.cli import ArgumentParser, run_main, setup_logging, write_json
+from trainables.cli import ArgumentParser, check_writable, run_main, setup_logging, write_json
 from trainables.config import DEFAULT_MODEL, PRECISIONS, SCHEMAS, SUMMARIES, ConfigError, EncoderConfig, SamplingConfig, TrainConfig, parse_weights
 from trainables.data import resolve_data_dir
 from trainables.loop import DivergedError, train
@@ -70,13 +70,24 @@ def main() -> int:
     args = parser().parse_args()
     setup_logging(args.verbose)
     config = config_from_args(args)
-    epochs = []
-    for metrics in train(config):
-        epochs.append(metrics)
-        shown = {k: round(v, 4) for k, v in metrics.items() if "/dev/" in k or "/test/" in k or k == "train/loss"}
-        logger.info("epoch %d/%d %s", int(metrics["epoch"]), config.epochs, json.dumps(shown))
     if args.metrics_out:
-        write_json(args.metrics_out, {"config": asdict(config), "epochs": epochs})
+        check_writable(args.metrics_out, "--metrics-out")
+    epochs: list[dict[str, float]] = []
+
+    def save(**extra: str) -> None:  # after every epoch: a divergence or a kill keeps the epochs before it
+        if args.metrics_out:
+            write_json(args.metrics_out, {"config": asdict(config), "epochs": epochs, **extra})
+
+    try:
+        for metrics in train(config):
+            epochs.append(metrics)
+            shown = {k: round(v, 4) for k, v in metrics.items() if "/dev/" in k or "/test/" in k or k == "train/loss"}
+            logger.info("epoch %d/%d %s", int(metrics["epoch"]), config.epochs, json.dumps(shown))
+            save()
+    except DivergedError as exc:
+        save(diverged=str(exc))
+        raise
+    if args.metrics_out:
         logger.info("metrics written to %s", args.metrics_out)
     return 0
 

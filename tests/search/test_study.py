@@ -157,6 +157,9 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         ("absa", "--optuna-storage", "sqlite:////proc/x/optuna.db"): "--optuna-storage sqlite:////proc/x/optuna.db: "
                                                                       "folder /proc/x is missing or not writable",
         ("absa", "--optuna-storage", "postgresql://me:s3cret@127.0.0.1:9/optuna"): "postgresql://me:***@127.0.0.1:9/optuna",
+        # after Ray starts, before any run or trial: Tune would wait forever for a GPU
+        ("absa", "--preset", "smoke", "--gpus-per-trial", "1"): "--gpus-per-trial 1: no node of this Ray cluster can "
+                                                                "ever run a trial (1 CPU/1 GPU); nodes: 1 x ",
     }
     # all at once: each case is mostly the interpreter importing torch and Ray
     procs = {args: subprocess.Popen([sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)],
@@ -169,6 +172,16 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         assert r.returncode == 2 and len(errors) == 1 and message in errors[0], (args, r.stderr[-1500:])
         assert "s3cret" not in r.stderr + r.stdout
     assert not (tmp_path / "ray_results").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_bad_range_is_one_line_not_the_usage(capsys):
+    from search.run import parser
+
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["absa", "--warmup-range", "0.1,abc"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and err.count("\n") == 1, err
+    assert err.startswith("error: argument --warmup-range: '0.1,abc': expected LOW,HIGH (two numbers)")
 
 
 @pytest.mark.slow

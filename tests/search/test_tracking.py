@@ -120,3 +120,19 @@ def test_console_line_names_the_trial_by_its_number():
     out = io.StringIO()
     TrialLines(OBJECTIVE, max_epochs=2, stream=out).on_trial_complete(0, [], t)
     assert out.getvalue() == "[t03] pruned@1   objective=0.6123 ± 0.0100  t03 sst2+pos square lr=3e-05 wu=0.1\n"
+
+
+def test_a_diverged_trial_counts_as_failed():
+    from search.outcome import outcome
+
+    cfg = canonical(BASE)
+    done, cut, diverged, errored = (trial(x, n, cfg) for x, n in (("c", 1), ("p", 2), ("d", 3), ("e", 4)))
+    done.last_result, cut.last_result = {OBJECTIVE: 0.6, "epoch": 2}, {OBJECTIVE: 0.5, "epoch": 1}
+    diverged.last_result = {OBJECTIVE: math.nan, "epoch": 1, "diverged": 1.0, "failure_reason": "DivergedError: nan"}
+    errored.status, errored.last_result = "ERROR", {OBJECTIVE: 0.4, "epoch": 1}
+    for t in (done, cut, diverged):
+        t.status = "TERMINATED"  # Tune saw a diverged trial end normally
+    assert [outcome(t, 2) for t in (done, cut, diverged, errored)] == ["completed", "pruned", "failed", "failed"]
+    out = io.StringIO()
+    TrialLines(OBJECTIVE, max_epochs=2, stream=out).on_trial_complete(0, [], diverged)
+    assert out.getvalue().startswith("[t03] failed ") and out.getvalue().endswith(": DivergedError: nan\n")

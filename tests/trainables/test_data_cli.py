@@ -61,7 +61,7 @@ def test_export_then_evaluate_round_trip(tmp_path, data_dir):
 def test_evaluate_tagging_rows_are_words(tmp_path, data_dir):
     task = get_task("pos", data_dir)
     gold = [t for ex in task.examples("dev") for t in ex.label]
-    probs = np.full((len(gold), 45), 0.01)
+    probs = np.full((len(gold), 45), 0.5 / 44)  # rows are distributions: each sums to 1
     probs[np.arange(len(gold)), gold] = 0.5
     probs[::2] = 1 / 45  # every other word: uniform -> class 0, mostly wrong
     np.savetxt(tmp_path / "p.txt", probs, fmt="%.4f")
@@ -201,6 +201,28 @@ def test_evaluate_rejects_non_finite_and_out_of_range_values(tmp_path, data_dir,
     (tmp_path / "q.txt").write_text("0.5 0.5\n" * 3 + f"0.5 {value}\n" + "0.5 0.5\n" * 868)
     r = cli("trainables.evaluate", "sst2", "--split", "test", "--predictions", str(tmp_path / "q.txt"))
     one_line_error(r, f"q.txt:4: value {shown}, expected a finite probability in [0, 1]")
+
+
+def test_evaluate_refuses_bytes_that_are_not_utf8_and_rows_that_are_no_distribution(tmp_path, data_dir, monkeypatch,
+                                                                                    capsys):
+    from trainables import evaluate
+    from trainables.cli import run_main
+
+    def error(predictions: str, text: bytes) -> str:
+        (tmp_path / predictions).write_bytes(text)
+        monkeypatch.setattr(sys, "argv", ["trainables.evaluate", "sst2", "--split", "test", "--predictions",
+                                          str(tmp_path / predictions), "--data-dir", str(data_dir)])
+        with pytest.raises(SystemExit) as exit_:
+            run_main(evaluate.main, (DataError, OSError))
+        err = capsys.readouterr().err
+        assert exit_.value.code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+        return err
+
+    assert "p.txt:3: byte 0xff at column 2 is not UTF-8" in error("p.txt", b"0.5\n0.5\n0\xff.5\n" + b"0.5\n" * 869)
+    assert "q.txt:2: values sum to 1.8, expected a distribution" in error("q.txt", b"0.1 0.9\n0.9 0.9\n" * 436)
+    assert "r.txt:1: values sum to 0.9" in error("r.txt", b"0.5 0.4\n" * 872)
+    (tmp_path / "s.txt").write_text("0.3333 0.6667\n" * 872)  # rounded rows still are distributions
+    assert evaluate.evaluate(get_task("sst2", data_dir), "test", tmp_path / "s.txt")["acc"] >= 0
 
 
 def test_evaluate_metric_shape_errors_are_one_line(tmp_path, data_dir, monkeypatch):

@@ -420,3 +420,13 @@ def test_csv_text_b_is_kept_for_every_row(tmp_path):
         {"name": "t", "kind": "tagging", "labels": ["a", "b"], "train": "tags.csv", "dev": "tags.csv", "test": "tags.csv"}))
     with pytest.raises(DataError, match=r"tags.csv:3: text_b 'extra' in a tagging task, expected it empty"):
         get_task(f"csv:{tmp_path / 'tags.json'}", tmp_path).examples("train")
+
+
+def test_csv_byte_that_is_not_utf8_is_named_on_its_own_line(tmp_path):
+    # the decoder reads in 8 KiB chunks: its position is not the file's, so the line is counted from the bytes
+    rows = b"".join(b"%d,film number %d is fine,pos\n" % (i, i) for i in range(1, 3000))
+    (tmp_path / "big.csv").write_bytes(b"id,text_a,label\n" + rows + b"3000,caf\xe9 au lait,pos\n" + rows)
+    (tmp_path / "big.json").write_text(json.dumps({"name": "big", "labels": ["neg", "pos"], "train": "big.csv",
+                                                   "dev": "big.csv", "test": "big.csv"}))
+    with pytest.raises(DataError, match=r"big.csv:3001: byte 0xe9 at column 9 is not UTF-8"):
+        get_task(f"csv:{tmp_path / 'big.json'}", tmp_path).examples("train")

@@ -37,8 +37,23 @@ def read_rows(
                         f"{path}:{reader.line_num}: {len(row)} fields, expected {len(header)} ({', '.join(header)})"
                     )
                 yield reader.line_num, dict(zip(header, row))
-        except (csv.Error, UnicodeDecodeError) as exc:
+        except csv.Error as exc:
             raise DataError(f"{path}:{reader.line_num + 1}: unreadable row ({exc})") from None
+        except UnicodeDecodeError:  # its position counts from the decoder's buffer, not from the file
+            raise not_utf8(path) from None
+
+
+def not_utf8(path: Path) -> DataError:
+    """The error naming the line and column of the first byte in ``path`` that is not UTF-8."""
+    raw = path.read_bytes()
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - raw.rfind(b"\n", 0, exc.start)
+        return DataError(f"{path}:{line}: byte 0x{raw[exc.start]:02x} at column {column} is not UTF-8 "
+                         "(save the file as UTF-8)")
+    return DataError(f"{path}: not UTF-8 text")
 
 
 def held_out(key: str, modulus: int) -> bool:

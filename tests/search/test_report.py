@@ -1,0 +1,26 @@
+"""The report's sentences, on hand-made inputs (the whole report is tested end to end in test_study.py)."""
+
+from search.report import baseline_lr
+from spaces import get_study
+from spaces.canonical import baseline_choices, baseline_moves
+from trainables.config import TrainConfig
+
+
+def test_the_baseline_lr_says_where_it_comes_from():
+    assert baseline_lr(2e-5, 2e-5) == "The baseline trains with lr 2e-05 (the thesis's)."
+    assert baseline_lr(1e-4, 1e-4) == "The baseline trains with lr 0.0001, the preset's, not the thesis's 2e-05."
+    assert baseline_lr(5e-5, 2e-5) == ("The baseline trains with lr 5e-05: moved into the study's lr range from the "
+                                       "preset's 2e-05 (the thesis's).")
+    assert baseline_lr(5e-5, 1e-4).endswith("from the preset's 0.0001 (the thesis's is 2e-05).")
+
+
+def test_a_range_that_excludes_the_preset_lr_moves_the_baseline_and_says_so():
+    from dataclasses import replace
+
+    from spaces import Range
+
+    study = replace(get_study("absa"), lr=Range(5e-5, 1e-4, log=True))
+    base = TrainConfig(tasks=("semeval",), primary="semeval")  # the thesis's lr, 2e-5
+    assert baseline_choices(study, base)["lr"] == 5e-5
+    assert baseline_moves(study, base) == {"lr": (2e-5, 5e-5)}
+    assert baseline_moves(get_study("absa"), base) == {}
