@@ -80,7 +80,7 @@ def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: 
     sizes = {}
     for name in (study.primary,) + tuple(study.candidates):
         task = get_task(name, data, base.protocol)
-        n = {s: len(limit_rows(len(task.examples(s)), base.max_train_examples if s == "train" else base.max_eval_examples,
+        n = {s: len(limit_rows(len(task.examples(s)), base.max_train_examples if s == "train" else base.eval_limit(name),
                                task.group_size, s != "train")) for s in ("train", "dev", "test")}
         sizes[name] = n
     seeds = cfg.seeds or len(preset.seeds)

@@ -34,6 +34,7 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
         epochs=cfg.epochs or preset.epochs, batch_size=preset.batch_size, seed=0,
         lr=preset.lr or TrainConfig.lr,
         max_train_examples=preset.max_train_examples, max_eval_examples=preset.max_eval_examples,
+        max_auxiliary_eval_examples=preset.max_auxiliary_eval_examples,
         protocol=cfg.protocol, data_dir=str(Path(cfg.data_root()).resolve()),
         precision=cfg.precision or preset.precision,
     )

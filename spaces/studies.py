@@ -45,6 +45,7 @@ class Preset:
     epochs: int = 4
     max_train_examples: int | None = None  # per task, whole evaluation groups; None: all
     max_eval_examples: int | None = None
+    max_auxiliary_eval_examples: int | None = None  # None: as max_eval_examples
     max_seq_length: int = 128
     model: str = DEFAULT_MODEL
     trials: int = 64
@@ -66,7 +67,8 @@ class Preset:
                     "batch_size": (self.batch_size, 1), "grace_period": (self.grace_period, 1),
                     "reduction_factor": (self.reduction_factor, 2), "final_seeds": (self.final_seeds, 2),
                     "max_train_examples": (self.max_train_examples, 1),
-                    "max_eval_examples": (self.max_eval_examples, 1)}
+                    "max_eval_examples": (self.max_eval_examples, 1),
+                    "max_auxiliary_eval_examples": (self.max_auxiliary_eval_examples, 1)}
         for key, (value, floor) in at_least.items():
             if value is not None and value < floor:
                 raise ConfigError(f"{key} {value}: expected >= {floor}")

@@ -76,6 +76,9 @@ class TrainConfig:
     seed: int = 42
     max_train_examples: int | None = None  # per task, whole evaluation groups
     max_eval_examples: int | None = None  # per task, whole evaluation groups
+    # per auxiliary task (None: as max_eval_examples); auxiliaries' scores are context, not the
+    # objective, so a small study can score its primary on every dev row and the rest on a sample
+    max_auxiliary_eval_examples: int | None = None
     eval_batch_size: int = 64
     protocol: str = "holdout"  # "thesis": train on all of train, select on test
     data_dir: str = field(default_factory=lambda: os.environ.get("MTL_DATA_DIR", "data"))
@@ -105,7 +108,7 @@ class TrainConfig:
         for key, value in positive.items():
             if value < 1:
                 raise ConfigError(f"{key} {value}: expected >= 1")
-        for key in ("max_train_examples", "max_eval_examples", "pad_to_multiple_of"):
+        for key in ("max_train_examples", "max_eval_examples", "max_auxiliary_eval_examples", "pad_to_multiple_of"):
             value = getattr(self, key)
             if value is not None and value < 1:
                 raise ConfigError(f"{key} {value}: expected >= 1 or unset")
@@ -117,6 +120,12 @@ class TrainConfig:
             raise ConfigError(f"protocol {self.protocol!r}: expected holdout or thesis")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
+
+    def eval_limit(self, task: str) -> int | None:
+        """Evaluation rows of ``task``'s dev and test splits (whole groups; None: all)."""
+        if task != self.primary and self.max_auxiliary_eval_examples is not None:
+            return self.max_auxiliary_eval_examples
+        return self.max_eval_examples
 
     def task_weights(self) -> tuple[float, ...]:
         """Importance weight per task, in ``tasks`` order."""

@@ -62,9 +62,9 @@ def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) 
 
         started = time.perf_counter()
         _, train = load("train", config.max_train_examples, first=False)
-        dev_examples, dev = load("dev", config.max_eval_examples, first=True)
+        dev_examples, dev = load("dev", config.eval_limit(spec), first=True)
         test_examples, test = (
-            load("test", config.max_eval_examples, first=True) if config.evaluate_test else (None, None)
+            load("test", config.eval_limit(spec), first=True) if config.evaluate_test else (None, None)
         )
         out[spec] = TaskData(task, train, dev, dev_examples, test, test_examples)
         logger.info(

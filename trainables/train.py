@@ -34,6 +34,8 @@ def parser() -> ArgumentParser:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--max-train-examples", type=int, help="per task (whole evaluation groups)")
     p.add_argument("--max-eval-examples", type=int, help="per task (whole evaluation groups)")
+    p.add_argument("--max-auxiliary-eval-examples", type=int,
+                   help="per auxiliary task (default: as --max-eval-examples)")
     p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     p.add_argument("--device", default="auto")
@@ -60,6 +62,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         encoder=EncoderConfig(model=args.model, summary=args.summary, max_seq_length=args.max_seq_length),
         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup, seed=args.seed,
         max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples,
+        max_auxiliary_eval_examples=args.max_auxiliary_eval_examples,
         protocol=args.protocol, data_dir=str(resolve_data_dir(args.data_dir)), device=args.device,
         precision=args.precision, grad_accum=args.grad_accum, check_every=args.check_every,
         pad_to_multiple_of=args.pad_to_multiple_of, compile=args.compile, prefetch=not args.no_prefetch,

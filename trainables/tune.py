@@ -102,7 +102,7 @@ def data_signature(config: TrainConfig, tokenizer) -> str:
     """What tokenized data depends on besides the task list: shared data is used only on a match."""
     return "|".join(map(str, (
         tokenizer_identity(tokenizer), config.encoder.max_seq_length, config.max_train_examples,
-        config.max_eval_examples, config.protocol, Path(config.data_dir).resolve(), config.evaluate_test,
+        config.max_eval_examples, config.max_auxiliary_eval_examples, config.protocol, Path(config.data_dir).resolve(), config.evaluate_test,
     )))
 
 

@@ -155,6 +155,15 @@ def test_limits_keep_whole_groups():
     assert limit_rows(100, 3, 25, True).tolist() == list(range(25))
 
 
+def test_auxiliaries_are_scored_on_their_own_limit(tiny_bert):
+    config = tiny_config(tiny_bert, tasks=("semeval", "sst2"), max_eval_examples=100, max_auxiliary_eval_examples=20)
+    assert (config.eval_limit("semeval"), config.eval_limit("sst2")) == (100, 20)
+    data = prepare_data(config, load_tokenizer(config.encoder))
+    assert len(data["semeval"].dev_examples) == len(data["semeval"].test_examples) == 100  # 4 groups of 25
+    assert len(data["sst2"].dev_examples) == len(data["sst2"].test_examples) == 20
+    assert tiny_config(tiny_bert, max_eval_examples=30).eval_limit("sst2") == 30  # unset: as the primary's
+
+
 def test_tokenization_is_cached(tiny_bert, cache_dir):
     config = tiny_config(tiny_bert, tasks=("sst2",), primary="sst2")
     tokenizer = load_tokenizer(config.encoder)
