@@ -86,9 +86,12 @@ class StudyEnd:
         else:
             text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
             state, reason = "FAILED", f"{type(exc).__name__}: {text}"
-        self._end(state, reason, min(DRAIN_S, self.spool.grace_s))
+        if self._end(state, reason, min(DRAIN_S, self.spool.grace_s)):
+            logger.error("study %s ended (%s), its runs %s; continue it with: %s", self.name, reason, state,
+                         self.resume_command())
 
-    def _end(self, state: str, reason: str, wait_s: float) -> None:
+    def _end(self, state: str, reason: str, wait_s: float) -> bool:
+        """End every run still open, the parent with ``state``; whether ``--resume`` continues the study."""
         self.done = True
         reason = mask_credentials(reason)
         unfinished = saved_unfinished(self.tune_path)
@@ -102,9 +105,10 @@ class StudyEnd:
         end_optuna_trials(self.optuna_storage, self.name, f"{state}: {reason}",
                           self.resume_command() if unfinished is not None else None)
         if not self.spool.drain(wait_s) and wait_s > 0:
+            # --resume sends a spool's backlog before it looks for anything to continue
             logger.warning("%d MLflow records wait in %s (tracking server unreachable: %s); %s sends them",
-                           self.spool.pending(), self.spool.path, self.spool.last_error,
-                           self.resume_command() if unfinished is not None else "search.finalize of this study")
+                           self.spool.pending(), self.spool.path, self.spool.last_error, self.resume_command())
+        return unfinished is not None
 
 
 def signal_of(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ Ray's SIGTERM handler)."""
 import os
 import signal
 import time
+from types import SimpleNamespace
 
 import mlflow
 import optuna
@@ -117,3 +118,11 @@ def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(s
     assert ends == [("t1", "KILLED", "ZeroDivisionError: division by zero"),
                     (None, "FAILED", "ZeroDivisionError: division by zero")]
     assert "MLflow records wait in" in caplog.text and "Connection refused" in caplog.text
+
+
+def test_the_outage_line_names_the_tracking_uri_without_its_password():
+    spool = SimpleNamespace(last_error="Connection refused", pending=lambda: 3, path="ray/absa-1/mlflow-spool.jsonl")
+    cfg = SearchConfig("absa", tracking_uri="https://me:s3cret@mlflow.example.org", tracking_grace=60)
+    line = str(search.runner.tracking_unavailable(spool, cfg, "absa-1"))
+    assert "https://me:***@mlflow.example.org unreachable for over 60 s (Connection refused)" in line
+    assert "s3cret" not in line and line.endswith("python -m search.run absa --resume --name absa-1")
