@@ -47,6 +47,7 @@ class SearchConfig:
     lr_range: tuple[float, float] | None = None
     warmup_range: tuple[float, float] | None = None
     precision: str | None = None  # None: the preset's
+    tracking_grace: float = 600.0  # seconds the tracking server may be unreachable before the study stops, resumable
 
     def __post_init__(self) -> None:
         study = get_study(self.study)  # raises on an unknown study
@@ -78,6 +79,8 @@ class SearchConfig:
                 raise ConfigError(f"--auxiliary lists the primary task {study.primary!r}")
         if self.protocol not in ("holdout", "thesis"):
             raise ConfigError(f"--protocol {self.protocol!r}: expected holdout or thesis")
+        if not self.tracking_grace >= 0:
+            raise ConfigError(f"--tracking-grace {self.tracking_grace}: expected seconds >= 0")
         if self.precision is not None and self.precision not in PRECISIONS:
             raise ConfigError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 

@@ -17,7 +17,9 @@ from typing import Any
 # loggers whose INFO lines are bookkeeping; their warnings still show
 CHATTY = ("ray", "optuna", "mlflow", "alembic", "matplotlib")
 # warnings Tune logs at WARNING level that are advice for Tune's own tuning, not for a study
-NOISY_WARNINGS = ("ray.tune.execution.experiment_state", "ray.tune.logger")
+NOISY_WARNINGS = ("ray.tune.execution.experiment_state", "ray.tune.logger",
+                  # every retry of an unreachable tracking server: the study's spool says it once (search.spool)
+                  "urllib3.connectionpool")
 ENVIRONMENT = {
     # Ray's new console output ignores progress_reporter and prints every result key (hundreds here)
     "RAY_AIR_NEW_OUTPUT": "0",
@@ -25,6 +27,9 @@ ENVIRONMENT = {
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     # read by ray.init, which resets the "ray" logger to it ("Started a local Ray instance", run times)
     "RAY_LOGGER_LEVEL": "warning",
+    # "View run ... at: URL" each time a run ends (from the spool's thread, anywhere in the output);
+    # the study prints its trials view's link once
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 _quiet = False
 

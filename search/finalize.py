@@ -26,7 +26,7 @@ import pandas as pd
 
 from search import stats
 from spaces import get_study
-from trainables.cli import ArgumentParser, run_main, setup_logging
+from trainables.cli import ArgumentParser, mask_credentials, run_main, setup_logging
 from trainables.config import ConfigError, TrainConfig
 from trainables.tasks import DataError
 
@@ -282,6 +282,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
     from ray import tune
 
     from search.resources import check_request
+    from search.mlflow_spool import spool_path, study_spool
     from search.runner import connect_address
     from search.tracking import MLflowTracker
     from trainables.loop import prepare_data
@@ -313,6 +314,8 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
         {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
     )
     epochs = max(c.config.epochs for c in contenders)
+    # the study's own spool: what the search left unsent goes first, then these runs, in order
+    spool = study_spool(spool_path(parent.data.params["tune_path"]), cfg.tracking_uri, parent.info.run_id)
     tuner = tune.Tuner(
         trainable,
         param_space={"trial": tune.grid_search(points)},
@@ -321,11 +324,15 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
         run_config=tune.RunConfig(
             name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}", storage_path=storage,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-            callbacks=[MLflowTracker(cfg.tracking_uri, parent.info.run_id, epochs, [])],
+            callbacks=[MLflowTracker(cfg.tracking_uri, parent.info.run_id, epochs, [], objective=objective,
+                                     spool=str(spool.path))],
             verbose=0,
         ),
     )
     results = tuner.fit()
+    if not spool.drain(spool.grace_s):
+        raise ConnectionError(f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable "
+                              f"({spool.last_error}): {spool.pending()} records of the final runs wait in {spool.path}")
     by_role = {c.role: c for c in contenders}
     for result in results:
         point = result.config["trial"]

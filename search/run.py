@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 
 from search.config import SEARCHES, SearchConfig
 from search.console import quiet_console
 from spaces import builtin_studies, get_study
 from spaces.study_file import listing
-from trainables.cli import ArgumentParser, run_main, setup_logging
+from trainables.cli import ArgumentParser, fail, run_main, setup_logging
 from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks import DataError
 
 logger = logging.getLogger("search.run")
+EX_TEMPFAIL = 75  # sysexits.h: a temporary failure, try again later (the tracking server stayed down)
 
 
 def parser() -> ArgumentParser:
@@ -46,6 +48,9 @@ def parser() -> ArgumentParser:
                        ("lr", "learning rate (log scale)"), ("warmup", "warm-up fraction")):
         p.add_argument(f"--{name}-range", type=parse_range, metavar="LOW,HIGH", help=f"search range of the {what}")
     p.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
+    p.add_argument("--tracking-grace", type=float, default=SearchConfig.tracking_grace, metavar="SECONDS",
+                   help="how long the tracking server may be unreachable (training goes on, records wait on disk) "
+                        "before the study stops, resumable with --resume (default: %(default)g)")
     p.add_argument("--storage", default="ray_results", help="Tune storage: shared path or s3://, gs:// URI")
     p.add_argument("--optuna-storage", default="sqlite:///optuna.db", help="Optuna RDB storage URL")
     p.add_argument("--name", help="experiment name (default: STUDY-PRESET-TIMESTAMP; --resume: the latest)")
@@ -62,6 +67,14 @@ def parser() -> ArgumentParser:
     p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
     p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
     return p
+
+
+def quick_tracking_client() -> None:
+    """MLflow's REST client retries an unreachable server for minutes per call; the study's
+    spool retries on its own (search.spool), so each call gives up in seconds instead."""
+    for key, value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"), ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+                       ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")):
+        os.environ.setdefault(key, value)
 
 
 def parse_range(text: str) -> tuple[float, float]:
@@ -84,7 +97,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         data_dir=args.data_dir, protocol=args.protocol, search_seed=args.search_seed, report=not args.no_report,
         finalize=not args.no_finalize, final_seeds=args.final_seeds,
         exponent_range=args.exponent_range, anneal_range=args.anneal_range, lr_range=args.lr_range,
-        warmup_range=args.warmup_range, precision=args.precision,
+        warmup_range=args.warmup_range, precision=args.precision, tracking_grace=args.tracking_grace,
     )
 
 
@@ -98,9 +111,14 @@ def main() -> int:
     cfg = config_from_args(args)  # the study (file), its tasks and ranges checked: before Ray is even imported
     setup_logging(args.verbose)
     quiet_console(args.verbose)
+    quick_tracking_client()
+    from search.ending import TrackingUnavailable
     from search.runner import run
 
-    outcome = run(cfg)
+    try:
+        outcome = run(cfg)
+    except TrackingUnavailable as exc:
+        fail(str(exc), EX_TEMPFAIL)
     logger.info("Tune results: %s", outcome["path"])
     if outcome["interrupted"]:
         return 130

@@ -8,12 +8,13 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from search.config import SearchConfig
-from spaces import Preset, Study, apply_choices, baseline_choices, thesis_grid
+from search.spool import Spool
+from spaces import Preset, Study, baseline_choices, thesis_grid
 from spaces.canonical import baseline_moves
 from trainables.cli import mask_credentials
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
@@ -21,6 +22,9 @@ from trainables.loop import TaskData, prepare_data
 from trainables.majority import majority_scores
 from trainables.model import load_tokenizer
 from trainables.tasks import get_task
+
+if TYPE_CHECKING:  # search.ending imports Ray (through the tracker): only a study needs it
+    from search.ending import StudyEnd
 
 logger = logging.getLogger(__name__)
 
@@ -99,14 +103,30 @@ def resolve_preset(cfg: SearchConfig) -> SearchConfig:
     return replace(cfg, preset=preset)
 
 
-def log_majority(tracking_uri: str, run_id: str, majority: dict[str, float]) -> None:
+def log_majority(spool: Spool, majority: dict[str, float]) -> None:
     """The majority floor of the primary's dev set, as parent-run metrics ``majority/dev/<metric>``."""
-    from mlflow.entities import Metric
-
     now = int(time.time() * 1000)
-    metrics = [Metric(f"majority/dev/{k}", float(v), now, 0) for k, v in majority.items() if v == v]
+    metrics = [[f"majority/dev/{k}", float(v), now, 0] for k, v in majority.items() if v == v]
     if metrics:
-        client(tracking_uri).log_batch(run_id, metrics=metrics)
+        spool.put({"op": "log", "trial": None, "metrics": metrics})
+
+
+def send_backlog(spool: Spool, cfg: SearchConfig, name: str) -> None:
+    """``--resume``: what an earlier driver could not send to MLflow goes first, in order."""
+    if spool.pending():
+        logger.info("sending %d MLflow records an earlier run of %s left in %s", spool.pending(), name, spool.path)
+        if not spool.drain(cfg.tracking_grace):
+            raise tracking_unavailable(spool, cfg, name, "not resumed")
+
+
+def tracking_unavailable(spool: Spool, cfg: SearchConfig, name: str, what: str = "stopped with its state saved"
+                         ) -> Exception:
+    from search.ending import TrackingUnavailable
+
+    return TrackingUnavailable(
+        f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable for over {cfg.tracking_grace:g} s "
+        f"({spool.last_error}): study {name} {what}, {spool.pending()} records wait in {spool.path}; once the "
+        f"server answers, continue with: python -m search.run {cfg.study} --resume --name {name}")
 
 
 def client(tracking_uri: str):
@@ -262,7 +282,19 @@ def space_exhausted(optuna_storage: str, name: str) -> bool:
 
 
 def run(cfg: SearchConfig) -> dict[str, Any]:
-    """Run the study; return where its results are (Tune path, MLflow parent run)."""
+    """Run the study; return where its results are (Tune path, MLflow parent run). However it
+    ends, nothing it opened is left RUNNING (:mod:`search.ending`)."""
+    from search.ending import StudyEnd
+
+    end = StudyEnd(cfg.study)
+    try:
+        return run_study(cfg, end)
+    except BaseException as exc:
+        end.crashed(exc)
+        raise
+
+
+def run_study(cfg: SearchConfig, end: StudyEnd) -> dict[str, Any]:
     from ray import tune
     import optuna
 
@@ -271,6 +303,7 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
     from search.progress import TrialLines
     from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
+    from search.mlflow_spool import spool_path, study_spool
     from search.tracking import MLflowTracker, check_tracking_uri, client, start_parent_run
     from trainables.tune import multitask_trainable
 
@@ -285,6 +318,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         from search.tracking import find_parent
 
         _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
+        spool = study_spool(spool_path(f"{storage}/{name}"), cfg.tracking_uri, parent_run.info.run_id, cfg.tracking_grace)
+        send_backlog(spool, cfg, name)
         # the data the restored trials need is the original invocation's, whatever the flags say now
         started = parent_run.data.params
         cfg = replace(cfg, preset=started["preset"], model=started["model"], epochs=int(started["epochs"]),
@@ -350,7 +385,9 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
             "optuna_storage": mask_credentials(cfg.optuna_storage), "tune_path": mask_credentials(f"{storage}/{name}"),
             "protocol": base.protocol,
         })
-        log_majority(cfg.tracking_uri, parent, prep.majority)
+        spool = study_spool(spool_path(f"{storage}/{name}"), cfg.tracking_uri, parent, cfg.tracking_grace)
+        end.opened(spool, name, f"{storage}/{name}", cfg.optuna_storage)
+        log_majority(spool, prep.majority)
         tuner = tune.Tuner(
             trainable,
             param_space={"seeds": seeds},
@@ -363,7 +400,8 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
                 name=name, storage_path=storage,
                 failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
                 checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds), TrialLines(objective, base.epochs),
+                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds, objective=objective,
+                                         spool=str(spool.path)), TrialLines(objective, base.epochs),
                            guard],
                 progress_reporter=tune.CLIReporter(
                     metric_columns={objective: "objective", "epoch": "epoch"},
@@ -372,20 +410,33 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
                 verbose=1,
             ),
         )
-    results = tuner.fit()
-    if disk.stop_reason(storage, name):  # stopped for a full disk, resumably: trials' statuses say TERMINATED now
+    if cfg.resume:
+        end.reopened(spool, name, path, cfg.optuna_storage)
+    end.watch_signals()
+    tuner.fit()
+    if disk.stop_reason(storage, name):  # stopped for a full disk, as Ctrl-C stops a study: resumable
+        end.stopped(disk.stop_reason(storage, name))
         raise disk.StorageFull(disk.stop_reason(storage, name))
-    statuses = [t.status for t in results._experiment_analysis.trials]  # no public accessor in Ray 2.60
+    # the state Tune saved, as --resume will read it: after a graceful stop (Ctrl-C, SIGTERM) the
+    # in-memory trials read TERMINATED, while the saved ones still read PENDING or RUNNING
+    saved = tune.ExperimentAnalysis(storage.rstrip("/") + "/" + name).trials
+    statuses = [t.status for t in saved]
     # trials never created count as unfinished (an interrupt stops the searcher too),
     # unless the searcher ran out of new configs
     never_created = 0 if space_exhausted(cfg.optuna_storage, name) else max(0, trials - len(statuses))
     unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + never_created
-    errors = sum(outcome(t, base.epochs) == FAILED for t in results._experiment_analysis.trials)  # diverged too
+    errors = sum(outcome(t, base.epochs) == FAILED for t in saved)  # diverged trials too
+    if spool.gave_up:
+        end.stopped(f"tracking server unreachable for {cfg.tracking_grace:g} s", wait_s=0)
+        raise tracking_unavailable(spool, cfg, name)
     if unfinished:
+        end.stopped(f"interrupted ({end.signal_name or 'Ctrl-C'})")
         logger.warning("study %s interrupted with %d unfinished trials; continue it with: "
                        "python -m search.run %s --resume --name %s", name, unfinished, cfg.study, name)
     else:
         logger.info("study %s finished: %d trials, %d failed", name, len(statuses), errors)
-        client(cfg.tracking_uri).set_terminated(parent, "FINISHED")
+        end.finished()
+        if not spool.drain(max(0.0, cfg.tracking_grace - spool.outage_s())):
+            raise tracking_unavailable(spool, cfg, name, "finished")
     return {"name": name, "path": f"{storage}/{name}", "trials": len(statuses), "failed": errors, "preset": cfg.preset,
             "interrupted": bool(unfinished), "tracking_uri": cfg.tracking_uri}

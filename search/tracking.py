@@ -2,15 +2,19 @@
 
 Logging happens in the Tune driver (a Tune callback), which is the one place
 that knows a trial's fate (completed, pruned by ASHA, failed); workers only
-report results. The callback pickles without its client, so a restored study
-(``Tuner.restore``) keeps logging into the same runs. Reading the records back
+report results. The callback never calls MLflow: it appends records to the study's
+spool (:mod:`search.mlflow_spool`), which a background thread sends in order, so a
+tracking-server outage never stalls training; a restored study (``Tuner.restore``)
+finds its runs again and logs into them. Reading the records back
 (:func:`find_parent`, :func:`trial_table`) lives here too, beside the writing.
 
 A trial's run: name ``t03 sst2+pos square``; params :class:`TrialParams`; metrics per
 epoch (step = epoch) ``objective``, ``objective_std`` and every result key as ``k/mean``,
 ``k/std`` (two seeds or more), ``k/seed<S>`` (the primary's scores and the objective's
 key); tags ``status``, ``baseline``, ``trial``, ``epochs_trained``, ``canonical_key``,
-``kind``; artifact ``trial_config.json`` (the flat TrainConfig, for retraining).
+``kind``; artifact ``trial_config.json`` (the flat TrainConfig, for retraining). A run its
+study ended before the trial did (Ctrl-C, a crash, the tracking server gone) is KILLED with
+``status`` ``interrupted``, ``end_reason`` and, where ``--resume`` continues it, ``resume``.
 """
 
 from __future__ import annotations
@@ -19,20 +23,26 @@ import logging
 import math
 import os
 import re
+import signal
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 from ray.tune import Callback
+from ray.tune.result import SHOULD_CHECKPOINT
 
 from search.mlflow_view import share_trial_view, training_experiment, trial_view_url
+from search.mlflow_spool import study_spool
+from search.spool import Spool
 from spaces.canonical import WEIGHTED
 from trainables.config import ConfigError, TrainConfig
 from trainables.tune import DIVERGED, FAILURE_REASON
 
 logger = logging.getLogger(__name__)
-STATUS_TAG = "status"  # running | completed | pruned | failed
+STATUS_TAG = "status"  # running | completed | pruned | failed | interrupted (KILLED with its study)
 CONFIG_ARTIFACT = "trial_config.json"
+END_REASON = "end_reason"  # tag of a run its study ended (KILLED, FAILED): why
+RESUME_TAG = "resume"  # tag beside it: the command that continues the run, where it can be continued
 
 
 def client(tracking_uri: str):
@@ -162,48 +172,36 @@ class TrialParams:
 
 
 class MLflowTracker(Callback):
-    def __init__(self, tracking_uri: str, parent_run_id: str, max_epochs: int, seeds: list[int]) -> None:
+    """Tune callback: each trial's run, results and fate, as records in the study's spool
+    (:func:`study_spool`, sent by :class:`MlflowSink`), so the driver never waits for the
+    tracking server. Once the server has been unreachable past the spool's grace period,
+    ``on_step_begin`` stops the study as Ctrl-C does: Tune saves its state and
+    ``--resume`` continues it (the runner says so in one line)."""
+
+    def __init__(self, tracking_uri: str, parent_run_id: str, max_epochs: int, seeds: list[int], *, spool: str,
+                 objective: str | None = None) -> None:
         self.tracking_uri, self.parent_run_id = tracking_uri, parent_run_id
-        self.max_epochs, self.seeds = max_epochs, seeds
-        self.runs: dict[str, str] = {}  # Tune trial id -> MLflow run id
-        self._client = None
-        self._parent = None
+        self.max_epochs, self.seeds, self.objective = max_epochs, seeds, objective
+        self.spool_file = str(spool)
+        self.started: set[str] = set()  # trials whose run this driver has opened
+        self.waiting: dict[str, list[dict[str, Any]]] = {}  # trial -> logs of results Tune holds no checkpoint of yet
+        self._spool: Spool | None = None
+        self._stopping = False
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_client": None, "_parent": None}
+        # a restored driver opens (finds and reopens) its trials' runs again, through its own spool
+        return {**self.__dict__, "started": set(), "waiting": {}, "_spool": None, "_stopping": False}
 
     @property
-    def client(self):
-        if self._client is None:
-            self._client = client(self.tracking_uri)
-        return self._client
+    def spool(self) -> Spool:
+        if self._spool is None:
+            self._spool = study_spool(self.spool_file, self.tracking_uri, self.parent_run_id)
+        return self._spool
 
-    @property
-    def parent(self):
-        if self._parent is None:
-            self._parent = self.client.get_run(self.parent_run_id)
-        return self._parent
-
-    def _run_id(self, trial) -> str:
-        if trial.trial_id in self.runs:
-            return self.runs[trial.trial_id]
-        c = self.client
-        # a restored study may have created this trial's run before the driver died
-        found = c.search_runs(
-            [self.parent.info.experiment_id],
-            filter_string=f"tags.`mlflow.parentRunId` = '{self.parent_run_id}' and tags.trial_id = '{trial.trial_id}'",
-        )
-        if found:
-            run_id = found[0].info.run_id
-            c.set_terminated(run_id, "RUNNING")
-        else:
-            run_id = self._create_run(trial)
-        self.runs[trial.trial_id] = run_id
-        return run_id
-
-    def _create_run(self, trial) -> str:
-        from mlflow.entities import Param
-
+    def _start(self, trial) -> None:
+        if trial.trial_id in self.started:
+            return
+        self.started.add(trial.trial_id)
         cfg = {**trial.config, **trial.config.get("trial", {})}
         tags = {
             "mlflow.parentRunId": self.parent_run_id, "trial_id": trial.trial_id, "kind": cfg.get("kind", "trial"),
@@ -214,50 +212,71 @@ class MLflowTracker(Callback):
             tags["trial"] = str(cfg["number"])
         if cfg.get("final_for"):  # seeds search.finalize trained for that trial's config
             tags["final_for"] = cfg["final_for"]
-        run_id = self.client.create_run(self.parent.info.experiment_id, run_name=cfg.get("label", trial.trial_id),
-                                        tags=tags).info.run_id
         params = TrialParams.of(TrainConfig.from_dict(cfg["train"]), cfg.get("seeds", self.seeds)).to_params()
-        self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
-        self.client.log_dict(run_id, cfg["train"], CONFIG_ARTIFACT)
-        return run_id
+        self.spool.put({"op": "start", "trial": trial.trial_id, "name": cfg.get("label", trial.trial_id),
+                        "tags": tags, "params": params, "artifacts": {CONFIG_ARTIFACT: cfg["train"]},
+                        "reopen_tags": {STATUS_TAG: "running"}, "clear_tags": [END_REASON, RESUME_TAG]})
+
+    def on_step_begin(self, iteration, trials, **info) -> None:
+        if self.spool.expired() and not self._stopping:
+            self._stopping = True
+            # Tune's notices name Ctrl-C and Tuner.restore; the runner's one line says what happened and what to do
+            logging.getLogger("ray.tune.tune").setLevel(logging.CRITICAL)
+            # Tune's graceful stop, as on Ctrl-C: state saved, trials resumable. No public API stops a Tuner
+            # resumably; tune.run handles SIGUSR1 as it does SIGINT (checked against Ray 2.60)
+            signal.raise_signal(signal.SIGUSR1)
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
-        self._run_id(trial)
+        self._start(trial)
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
-        from mlflow.entities import Metric, RunTag
-
-        run_id, step = self._run_id(trial), int(result.get("epoch", result.get("training_iteration", 0)))
+        self._start(trial)
+        step = int(result.get("epoch", result.get("training_iteration", 0)))
         stamp = int(result.get("timestamp", 0) * 1000)
-        objective = self.parent.data.params.get("objective")
-        metrics = [Metric(k, v, stamp, step) for k, v in numeric(result, objective).items()]
-        tags = [RunTag(tag, str(result[tag])) for tag in (
+        tags = {tag: str(result[tag]) for tag in (
             "node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested", "restored_from_epoch",
-        ) if tag in result]
+        ) if tag in result}
         if not result.get(DIVERGED):
-            tags.append(RunTag("epochs_trained", str(step)))
-        for start in range(0, len(metrics), 900):  # MLflow takes at most 1000 per batch
-            self.client.log_batch(run_id, metrics=metrics[start:start + 900], tags=tags if start == 0 else [])
+            tags["epochs_trained"] = str(step)
+        metrics = [[k, v, stamp, step] for k, v in numeric(result, self.objective).items()]
+        record = {"op": "log", "trial": trial.trial_id, "metrics": metrics, "tags": tags}
+        if result.get(SHOULD_CHECKPOINT):
+            # logged once Tune holds its checkpoint (on_checkpoint, saved after the result): an epoch a
+            # stop catches in between is trained again by --resume, and logged then, once
+            self.waiting.setdefault(trial.trial_id, []).append(record)
+        else:
+            self.spool.put(record)
+
+    def on_checkpoint(self, iteration, trials, trial, checkpoint, **info) -> None:
+        if self.waiting.get(trial.trial_id):
+            self.spool.put(self.waiting[trial.trial_id].pop(0))  # one save per checkpointed result, in order
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        self.waiting.pop(trial.trial_id, None)  # retried from its last checkpoint: those epochs train again
+
+    def _flush(self, trial) -> None:
+        for record in self.waiting.pop(trial.trial_id, []):
+            self.spool.put(record)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        self._start(trial)
+        self._flush(trial)
         result = trial.last_result or {}
         epochs = int(result.get("epoch", 0))
-        run_id = self._run_id(trial)
+        tags = {}
         if result.get(DIVERGED):  # the trainable's own verdict; Tune saw a normal end
             status, epochs, state = "failed", max(0, epochs - 1), "FAILED"  # the diverging epoch did not finish
-            self.client.set_tag(run_id, "failure_reason", str(result.get(FAILURE_REASON, "diverged"))[:5000])
+            tags["failure_reason"] = str(result.get(FAILURE_REASON, "diverged"))[:5000]
         else:
             status, state = ("completed" if epochs >= self.max_epochs else "pruned"), "FINISHED"
-        self.client.set_tag(run_id, STATUS_TAG, status)
-        self.client.set_tag(run_id, "epochs_trained", str(epochs))
-        self.client.set_terminated(run_id, state)
+        tags.update({STATUS_TAG: status, "epochs_trained": str(epochs)})
+        self.spool.put({"op": "end", "trial": trial.trial_id, "state": state, "tags": tags})
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
-        run_id = self._run_id(trial)
-        reason = error_reason(trial)
-        self.client.set_tag(run_id, STATUS_TAG, "failed")
-        self.client.set_tag(run_id, "failure_reason", reason[:5000])
-        self.client.set_terminated(run_id, "FAILED")
+        self._start(trial)
+        self._flush(trial)
+        tags = {STATUS_TAG: "failed", "failure_reason": error_reason(trial)[:5000]}
+        self.spool.put({"op": "end", "trial": trial.trial_id, "state": "FAILED", "tags": tags})
 
 
 def error_reason(trial) -> str:

@@ -17,6 +17,17 @@ os.environ["MTL_DATA_DIR"] = str(DATA)
 os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # tests only: local Ray without tokens
 
 
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The closing figure lines of the fault-injection tests (``record_property("figure", ...)``)."""
+    lines = [f"{report.nodeid}: {value}" for outcome in ("passed", "failed") for report in
+             terminalreporter.stats.get(outcome, []) if report.when == "call"
+             for name, value in report.user_properties if name == "figure"]
+    if lines:
+        terminalreporter.section("fault injection figures")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     if not (DATA / "semeval2014").is_dir():
@@ -68,29 +79,62 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class MlflowServer:
+    """A real ``mlflow server`` on 127.0.0.1 that a test can stop and start again: same port, same store."""
+
+    def __init__(self, folder: Path, backend: str, *extra: str) -> None:
+        self.folder, self.backend, self.extra = folder, backend, extra
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, wait: bool = True) -> "MlflowServer":
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
+             "--backend-store-uri", self.backend, *self.extra],
+            cwd=self.folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        )
+        if wait:
+            self.wait_up()
+        return self
+
+    def wait_up(self, timeout: float = 180) -> None:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return
+            except OSError:
+                assert self.proc.poll() is None and time.time() < deadline, "mlflow server did not start"
+                time.sleep(0.5)
+
+    def stop(self) -> float:
+        """Stop the server; returns the time its port stopped taking connections (it may take
+        longer to exit)."""
+        closed = time.time()
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            while self.proc.poll() is None:
+                try:
+                    socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                except OSError:
+                    break
+                time.sleep(0.1)
+            closed = time.time()
+            self.proc.wait(timeout=60)
+        self.proc = None
+        return closed
+
+
 @contextlib.contextmanager
 def mlflow_server(folder: Path, backend: str, *extra: str):
     """A real ``mlflow server`` on 127.0.0.1 for the block; yields its URL, stops it after."""
-    port = free_port()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-         "--backend-store-uri", backend, *extra],
-        cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
+    server = MlflowServer(folder, backend, *extra)
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.time() < deadline, "mlflow server did not start"
-                time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}"
+        yield server.start().url
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
+        server.stop()
 
 
 def readme_study_file() -> str:

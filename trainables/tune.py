@@ -14,7 +14,6 @@ checkpoint would diverge again, so the trial reports one final result flagged
 from __future__ import annotations
 
 import logging
-import os
 import socket
 import tempfile
 from pathlib import Path

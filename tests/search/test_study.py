@@ -116,8 +116,16 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     os.killpg(proc.pid, signal.SIGINT)
     rest, _ = proc.communicate(timeout=300)
     assert proc.returncode == 130, "".join(seen)[-2000:] + rest[-3000:]
-    _, _, before = runs(tmp_path)
-    assert 1 <= sum(c.data.tags["status"] != "running" for c in before) < 3
+    _, (parent,), before = runs(tmp_path)
+    # nothing left RUNNING: what --resume continues is KILLED and says so
+    assert (parent.info.status, parent.data.tags["end_reason"]) == ("KILLED", "interrupted (Ctrl-C)")
+    assert parent.data.tags["resume"] == "python -m search.run absa --resume --name resumable"
+    assert not [c for c in before if c.info.status == "RUNNING"] and all(
+        c.data.tags["status"] == "interrupted" for c in before if c.info.status == "KILLED")
+    assert 1 <= sum(c.data.tags["status"] in ("completed", "pruned") for c in before) < 3
+    running = [t.number for t in optuna_trials(tmp_path) if t.state == TrialState.RUNNING]
+    study = optuna.load_study(study_name="resumable", storage=f"sqlite:///{tmp_path}/optuna.db")
+    assert running == study.user_attrs["ended"]["running_trials"]  # handed to --resume, below
 
     # a new study may not take the interrupted one's name
     r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable"),

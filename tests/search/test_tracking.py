@@ -39,7 +39,7 @@ def study(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # artifacts of a sqlite store go under ./mlruns
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = start_parent_run(uri, "absa", "absa-smoke-1", {"objective": OBJECTIVE, "mode": "max", "seeds": [1, 2]})
-    tracker = MLflowTracker(uri, parent, max_epochs=2, seeds=[1, 2])
+    tracker = MLflowTracker(uri, parent, max_epochs=2, seeds=[1, 2], objective=OBJECTIVE, spool=tmp_path / "spool.jsonl")
     multi = canonical(BASE.with_(tasks=("semeval", "sst2", "pos"), sampling=SamplingConfig("power", exponent=1.31)))
     base_trial, multi_trial = trial("a", 0, canonical(BASE), baseline=True), trial("b", 3, multi)
     for t, cfg, scores in ((base_trial, canonical(BASE), (0.5, 0.7)), (multi_trial, multi, (0.6, float("nan")))):
@@ -53,6 +53,7 @@ def study(tmp_path, monkeypatch):
             t.last_result = result(epoch, per_seed, [1, 2], cfg)
             tracker.on_trial_result(0, [], t, t.last_result)
         tracker.on_trial_complete(0, [], t)
+    assert tracker.spool.drain(60), tracker.spool.last_error  # the spool's thread sends in the background
     return mlflow.MlflowClient(uri), parent, base_trial, multi_trial
 
 
