@@ -27,6 +27,9 @@ ENVIRONMENT = {
     "TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S": "0",
     # read by ray.init, which resets the "ray" logger to it ("Started a local Ray instance", run times)
     "RAY_LOGGER_LEVEL": "warning",
+    # "The `process_trial_result` operation took 0.5 s, which may be a performance bottleneck": an
+    # epoch's result with its checkpoint and MLflow record takes that long on 2 CPU cores, once a minute
+    "TUNE_WARN_THRESHOLD_S": "5",
     # "View run ... at: URL" each time a run ends (from the spool's thread, anywhere in the output);
     # the study prints its trials view's link once
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",

@@ -338,6 +338,9 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
         point = result.config["trial"]
         c = by_role["baseline" if point["baseline"] else "winner"]
         if result.error or not result.metrics or int(result.metrics.get("epoch", 0)) < c.config.epochs:
+            if result.error is None:  # stopped, not failed: Ctrl-C or SIGTERM during fit (Tune ends gracefully)
+                raise KeyboardInterrupt(f"finalize interrupted; the study itself is complete: rerun "
+                                        f"python -m search.finalize {cfg.study} --name {study_experiment}")
             raise RuntimeError(f"finalize could not train {point['label']}: {result.error or 'stopped early'}")
         row = pd.Series({k: v for k, v in result.metrics.items()})
         row["objective"] = result.metrics.get(objective)

@@ -127,6 +127,6 @@ def run_main(main: Callable[[], int | None], expected: tuple[type[BaseException]
         code = main()
     except expected as exc:
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
+    except KeyboardInterrupt as exc:
+        fail(str(exc) or "interrupted", 130)
     raise SystemExit(code or 0)
