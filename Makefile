@@ -21,8 +21,8 @@ data-check:
 run: $(VENV)/.installed data-check  ## the study (STUDY=absa, ARGS="--trials 12 ...")
 	MTL_DATA_DIR=$(DATA) $(PY) -m search.run $(STUDY) $(ARGS)
 
-test: $(VENV)/.installed data-check  ## the test suite (what CI runs)
-	MTL_DATA_DIR=$(DATA) $(PY) -m pytest
+test: $(VENV)/.installed data-check  ## the test suite (what CI runs): two workers, one test file each at a time
+	MTL_DATA_DIR=$(DATA) $(PY) -m pytest -n 2 --dist loadfile
 
 ui: $(VENV)/.installed  ## the MLflow UI of the local store, on 127.0.0.1:5000
 	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db -h 127.0.0.1 -p 5000

@@ -33,6 +33,8 @@ ENVIRONMENT = {
     # "View run ... at: URL" each time a run ends (from the spool's thread, anywhere in the output);
     # the study prints its trials view's link once
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
+    # "Downloading artifacts: 17%|..." bars while the winner's model is logged and registered
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
 }
 _quiet = False
 

@@ -13,6 +13,7 @@ import contextlib
 import os
 import logging
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,10 @@ def log_winner(
     with tempfile.TemporaryDirectory() as tmp, fluent_uri(tracking_uri):
         model_dir = save_model_dir(Path(tmp) / ARTIFACT, checkpoint, config, tokenizer)
         # resume the run unless the caller has it open already
-        with (mlflow.start_run(run_id=run_id) if active is None or active.info.run_id != run_id else contextlib.nullcontext()):
+        with (mlflow.start_run(run_id=run_id) if active is None or active.info.run_id != run_id else contextlib.nullcontext()),\
+                warnings.catch_warnings():
+            # the signature says what goes in; an input example would load the model once more to check it
+            warnings.filterwarnings("ignore", message=".*input example was not provided.*")
             info = mlflow.pyfunc.log_model(
                 name="model", python_model=WinnerModel(), artifacts={ARTIFACT: str(model_dir)},
                 code_paths=[str(PACKAGES / "trainables"), str(PACKAGES / "search")],

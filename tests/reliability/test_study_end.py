@@ -87,7 +87,9 @@ def test_a_refusal_before_the_parent_run_touches_nothing(store, monkeypatch):
 
 def test_sigterm_ends_the_study_as_ctrl_c_does():
     end = StudyEnd("absa")
-    previous = signal.getsignal(signal.SIGTERM)
+    previous, previous_int = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    # Python's own Ctrl-C handler: an earlier in-process Tuner may have left Tune's installed
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         end.watch_signals()
         with pytest.raises(KeyboardInterrupt):  # outside Tune; inside, Tune's own Ctrl-C handler saves its state
@@ -96,6 +98,7 @@ def test_sigterm_ends_the_study_as_ctrl_c_does():
         assert end.signal_name == "SIGTERM"
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
 
 
 def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(store, monkeypatch, caplog):

@@ -97,6 +97,8 @@ def running_on(tmp: Path, node_id: str) -> bool:
     if not db.exists():
         return False
     with sqlite3.connect(db, timeout=5) as con:
+        if not con.execute("select 1 from sqlite_master where name = 'tags'").fetchall():
+            return False  # MLflow is still creating its tables
         rows = con.execute(
             "select t.run_uuid from tags t join tags s on s.run_uuid = t.run_uuid "
             "join tags e on e.run_uuid = t.run_uuid "

@@ -50,6 +50,7 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     ]
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = start_parent_run(uri, "divergence", "divergence", {})
+    tracker = MLflowTracker(uri, parent, 2, [1], spool=tmp_path / "spool.jsonl")
     ray.init(address="local", num_cpus=2, include_dashboard=False)  # never join another cluster
     try:
         results = tune.Tuner(
@@ -59,7 +60,7 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
             run_config=tune.RunConfig(
                 storage_path=str(tmp_path / "ray"), name="divergence",
                 failure_config=tune.FailureConfig(max_failures=2),  # the default of search.run
-                callbacks=[MLflowTracker(uri, parent, 2, [1])],
+                callbacks=[tracker],
             ),
         ).fit()
     finally:
@@ -68,6 +69,7 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     trials = {t.config["trial"]["label"]: t for t in results._experiment_analysis.trials}
     assert trials["diverges"].run_metadata.num_failures == 0 and trials["diverges"].last_result["diverged"] == 1.0
     assert trials["diverges"].last_result["epoch"] == 1 and "sst2/dev/acc/mean" in trials["diverges"].last_result
+    assert tracker.spool.drain(60), tracker.spool.last_error  # the spool's thread sends in the background
     client = mlflow.MlflowClient(uri)
     runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("divergence").experiment_id])
             if r.data.tags.get("kind") == "trial"}
