@@ -10,7 +10,8 @@ from faults import (EPOCH_LINE, RUN, Driver, figure, optuna_running, optuna_stat
                     steps_logged, study_args, values_lost)
 from optuna.trial import TrialState
 
-pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+# 2 minutes of CI's 15; the same endings without Ray: test_study_end.py; Ctrl-C and resume: test_study.py
+pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.extended]
 RESUME = "python -m search.run absa --resume --name exits"
 # search.run with a bug in the driver's own code, in the Tune loop (an error in a callback's
 # trial hooks Tune turns into a trial failure; one in on_step_begin ends the driver): it strikes

@@ -15,7 +15,7 @@ import mlflow
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.extended]  # 4 minutes of CI's 15: make test-all
 
 
 @pytest.fixture

@@ -193,6 +193,7 @@ def test_a_bad_range_is_one_line_not_the_usage(capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # 1.5 minutes of CI's 15 (test_model and the outage test use a server too): make test-all
 def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
     with mlflow_server(tmp_path, f"sqlite:///{tmp_path}/server.db", "--artifacts-destination",
                        str(tmp_path / "art")) as uri:
