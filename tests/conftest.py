@@ -122,7 +122,11 @@ class MlflowServer:
                     break
                 time.sleep(0.1)
             closed = time.time()
-            self.proc.wait(timeout=60)
+            try:  # uvicorn's graceful shutdown can wait on a client's open connection for minutes
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
         self.proc = None
         return closed
 
