@@ -7,7 +7,7 @@ DATA ?= $(or $(MTL_DATA_DIR),$(if $(wildcard data/semeval2014),data,../shared/da
 STUDY ?= absa
 ARGS ?=
 
-.PHONY: run test test-all data-check ui
+.PHONY: run test test-all lint data-check ui
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -23,6 +23,10 @@ run: $(VENV)/.installed data-check  ## the study (STUDY=absa, ARGS="--trials 12 
 
 test: $(VENV)/.installed data-check  ## the test suite (what CI runs): two workers, one test file each at a time
 	MTL_DATA_DIR=$(DATA) $(PY) -m pytest -n 2 --dist loadfile
+
+lint: $(VENV)/.installed  ## ruff: lint and format check (configured in pyproject.toml)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 test-all: $(VENV)/.installed data-check  ## the suite plus the extended tests (multi-node clusters, a study on an mlflow server)
 	MTL_DATA_DIR=$(DATA) $(PY) -m pytest -n 2 --dist loadfile -m ""

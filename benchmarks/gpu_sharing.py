@@ -21,6 +21,8 @@ from typing import Any
 
 import torch
 
+from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
+from benchmarks.throughput import FIXED_LENGTH, loop_steps, peek, rows_in, sync, tokens_in
 from trainables.batching import default_cache_dir
 from trainables.cli import setup_logging, write_json
 from trainables.config import DEFAULT_MODEL, PRECISIONS, EncoderConfig, SamplingConfig, TrainConfig
@@ -28,20 +30,26 @@ from trainables.data import resolve_data_dir
 from trainables.loop import Trainer, prepare_data
 from trainables.model import load_tokenizer
 
-from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
-from benchmarks.throughput import FIXED_LENGTH, loop_steps, peek, rows_in, sync, tokens_in
-
 WARMUP_STEPS = 3
 
 
 def run_config(args: argparse.Namespace, model: str, seed: int) -> TrainConfig:
     tasks = tuple(t for t in args.tasks.split(",") if t)
     return TrainConfig(
-        tasks=tasks, primary=tasks[0], sampling=SamplingConfig(schema="random"),
-        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH), batch_size=args.batch_size,
-        max_train_examples=2400, max_eval_examples=25, data_dir=str(resolve_data_dir(args.data_dir)),
-        evaluate_test=False, device=args.device, seed=seed, precision=args.precision,
-        lr=1e-5, epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
+        tasks=tasks,
+        primary=tasks[0],
+        sampling=SamplingConfig(schema="random"),
+        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH),
+        batch_size=args.batch_size,
+        max_train_examples=2400,
+        max_eval_examples=25,
+        data_dir=str(resolve_data_dir(args.data_dir)),
+        evaluate_test=False,
+        device=args.device,
+        seed=seed,
+        precision=args.precision,
+        lr=1e-5,
+        epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
     )
 
 
@@ -58,8 +66,15 @@ def trial(config: TrainConfig, steps: int, threads: int, barrier: Any, results: 
     sync(trainer.device)
     finished = time.time()
     memory = torch.cuda.max_memory_allocated(trainer.device) / 2**30 if trainer.device.type == "cuda" else None
-    results.put({"rows": rows_in(plan), "tokens": tokens_in(trainer, plan), "started": started,
-                 "finished": finished, "peak_memory_gib": memory})
+    results.put(
+        {
+            "rows": rows_in(plan),
+            "tokens": tokens_in(trainer, plan),
+            "started": started,
+            "finished": finished,
+            "peak_memory_gib": memory,
+        }
+    )
 
 
 def share(args: argparse.Namespace, model: str, n: int) -> dict[str, Any]:
@@ -67,8 +82,10 @@ def share(args: argparse.Namespace, model: str, n: int) -> dict[str, Any]:
     context = mp.get_context("spawn")  # CUDA cannot be used in forked children
     barrier, results = context.Barrier(n), context.Queue()
     threads = max(1, (os.cpu_count() or 1) // n)
-    procs = [context.Process(target=trial, args=(run_config(args, model, seed), args.steps, threads, barrier, results))
-             for seed in range(n)]
+    procs = [
+        context.Process(target=trial, args=(run_config(args, model, seed), args.steps, threads, barrier, results))
+        for seed in range(n)
+    ]
     for p in procs:
         p.start()
     reports = [results.get() for _ in procs]
@@ -91,11 +108,18 @@ def share(args: argparse.Namespace, model: str, n: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.gpu_sharing", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.gpu_sharing",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--model", default=DEFAULT_MODEL, help="any AutoModel name or local path")
-    p.add_argument("--random-init", choices=sorted(SHAPES), metavar="SHAPE",
-                   help="instead of --model, a randomly initialised encoder of this shape")
+    p.add_argument(
+        "--random-init",
+        choices=sorted(SHAPES),
+        metavar="SHAPE",
+        help="instead of --model, a randomly initialised encoder of this shape",
+    )
     p.add_argument("--trials-per-gpu", default="1,2,4", help="comma-separated process counts to compare")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     p.add_argument("--precision", choices=PRECISIONS, default="auto")
@@ -124,7 +148,10 @@ def main() -> None:
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}",
         "device": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
-        "model": label, "precision": args.precision, "batch_size": args.batch_size, "steps": args.steps,
+        "model": label,
+        "precision": args.precision,
+        "batch_size": args.batch_size,
+        "steps": args.steps,
         "runs": runs,
         "aggregate_vs_first": [r["samples_per_s"] / runs[0]["samples_per_s"] for r in runs],
     }

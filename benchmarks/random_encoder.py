@@ -12,7 +12,10 @@ from pathlib import Path
 # WordPiece tokens, the same as bert-base-uncased), so embeddings have the published size too
 SHAPES: dict[str, dict[str, int]] = {
     "bert-base": {
-        "num_hidden_layers": 12, "hidden_size": 768, "num_attention_heads": 12, "intermediate_size": 3072,
+        "num_hidden_layers": 12,
+        "hidden_size": 768,
+        "num_attention_heads": 12,
+        "intermediate_size": 3072,
     },
 }
 

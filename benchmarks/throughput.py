@@ -29,14 +29,13 @@ import time
 import numpy as np
 import torch
 
+from benchmarks.peaks import model_flops, peak_tflops
+from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
 from trainables.batching import TaskBatches, collate, default_cache_dir, to_device
 from trainables.cli import setup_logging
 from trainables.config import DEFAULT_MODEL, PRECISIONS, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.data import resolve_data_dir
 from trainables.loop import Trainer
-
-from benchmarks.peaks import model_flops, peak_tflops
-from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
 
 EPOCH = 0  # the sampler's epoch throughout (the "random" schema's distribution is fixed anyway)
 FIXED_LENGTH = 128
@@ -84,8 +83,14 @@ def collated(trainer: Trainer, steps: list[Step], fixed_length: int | None = Non
     out = []
     for t, rows in steps:
         name = trainer.names[t]
-        batch = collate(trainer.data[name].train, rows, trainer.padding, trainer.kinds[name], fixed_length,
-                        multiple=trainer.pad_multiple)
+        batch = collate(
+            trainer.data[name].train,
+            rows,
+            trainer.padding,
+            trainer.kinds[name],
+            fixed_length,
+            multiple=trainer.pad_multiple,
+        )
         if trainer.device.type == "cuda":
             batch = {k: v.pin_memory() for k, v in batch.items()}
         out.append((name, batch))
@@ -151,8 +156,20 @@ def benchmark(trainer: Trainer, steps: int, padding_steps: int, rounds: int) -> 
     padding_batches = TaskBatches(len(padding_data), trainer.config.batch_size, seed=1)
 
     def padding_blocks(fixed_length: int | None, rows: list[np.ndarray]) -> float:
-        batches = [(padding_task, collate(padding_data, r, trainer.padding, trainer.kinds[padding_task], fixed_length,
-                                          multiple=trainer.pad_multiple)) for r in rows]
+        batches = [
+            (
+                padding_task,
+                collate(
+                    padding_data,
+                    r,
+                    trainer.padding,
+                    trainer.kinds[padding_task],
+                    fixed_length,
+                    multiple=trainer.pad_multiple,
+                ),
+            )
+            for r in rows
+        ]
         return bare_steps(trainer, batches)
 
     # warm-up: allocator, kernels, the encoder's optimizer state, the fixed-length shapes
@@ -216,26 +233,43 @@ def benchmark(trainer: Trainer, steps: int, padding_steps: int, rounds: int) -> 
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.throughput", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks.throughput",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--model", default=DEFAULT_MODEL, help="any AutoModel name or local path")
-    p.add_argument("--random-init", choices=sorted(SHAPES), metavar="SHAPE",
-                   help="instead of --model's weights, a randomly initialised encoder of this shape ("
-                        + "; ".join(describe(s) for s in SHAPES)
-                        + "); throughput depends on the architecture, not the weights")
+    p.add_argument(
+        "--random-init",
+        choices=sorted(SHAPES),
+        metavar="SHAPE",
+        help="instead of --model's weights, a randomly initialised encoder of this shape ("
+        + "; ".join(describe(s) for s in SHAPES)
+        + "); throughput depends on the architecture, not the weights",
+    )
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA when available")
-    p.add_argument("--tasks", default="semeval,sst2",
-                   help="tasks of the multitask loop, sampled uniformly; the first also runs the padding comparison")
+    p.add_argument(
+        "--tasks",
+        default="semeval,sst2",
+        help="tasks of the multitask loop, sampled uniformly; the first also runs the padding comparison",
+    )
     p.add_argument("--steps", type=int, default=8, help="training steps per loop/bare block")
     p.add_argument("--padding-steps", type=int, default=2, help="training steps per dynamic/fixed-128 block")
     p.add_argument("--rounds", type=int, default=6, help="ABBA rounds; the summary takes medians over them")
     p.add_argument("--batch-size", type=int, default=24)
-    p.add_argument("--precision", choices=PRECISIONS, default="auto",
-                   help="auto: bf16 on CUDA with native bf16, fp16 on older CUDA, fp32 on CPU")
+    p.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="auto",
+        help="auto: bf16 on CUDA with native bf16, fp16 on older CUDA, fp32 on CPU",
+    )
     p.add_argument("--compile", action="store_true", help="torch.compile the forward (loop and bare alike)")
     p.add_argument("--no-prefetch", action="store_true", help="collate in the training thread")
-    p.add_argument("--peak-tflops", type=float,
-                   help="the device's peak TFLOPS at --precision, for MFU (default: benchmarks.peaks' table)")
+    p.add_argument(
+        "--peak-tflops",
+        type=float,
+        help="the device's peak TFLOPS at --precision, for MFU (default: benchmarks.peaks' table)",
+    )
     p.add_argument("--data-dir")
     p.add_argument("--out", help="also write the JSON summary here")
     args = p.parse_args()
@@ -245,17 +279,28 @@ def main() -> None:
 
     model, label = args.model, args.model
     if args.random_init:
-        model, label = str(save_random_encoder(args.random_init, default_cache_dir() / "random-encoders")), describe(
-            args.random_init
+        model, label = (
+            str(save_random_encoder(args.random_init, default_cache_dir() / "random-encoders")),
+            describe(args.random_init),
         )
     tasks = tuple(t for t in args.tasks.split(",") if t)
     config = TrainConfig(
-        tasks=tasks, primary=tasks[0], sampling=SamplingConfig(schema="random"),
-        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH), batch_size=args.batch_size,
-        max_train_examples=2400, max_eval_examples=25, data_dir=str(resolve_data_dir(args.data_dir)),
-        evaluate_test=False, device=args.device, seed=0, precision=args.precision, compile=args.compile,
+        tasks=tasks,
+        primary=tasks[0],
+        sampling=SamplingConfig(schema="random"),
+        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH),
+        batch_size=args.batch_size,
+        max_train_examples=2400,
+        max_eval_examples=25,
+        data_dir=str(resolve_data_dir(args.data_dir)),
+        evaluate_test=False,
+        device=args.device,
+        seed=0,
+        precision=args.precision,
+        compile=args.compile,
         prefetch=not args.no_prefetch,
-        lr=1e-5, epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
+        lr=1e-5,
+        epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
     )
     trainer = Trainer(config)
     load_before = os.getloadavg()[0]
@@ -276,7 +321,7 @@ def main() -> None:
     summary = {
         "date": datetime.date.today().isoformat(),
         "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, "
-                   f"threads {torch.get_num_threads()}",
+        f"threads {torch.get_num_threads()}",
         "device": device_name,
         "model": label,
         "precision": trainer.precision.name,

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from pathlib import Path
 
-from spaces import Range, Study, get_study
-from trainables.config import PRECISIONS, ConfigError
+from spaces import Preset, Range, Study, get_study
+from trainables.cli import mask_credentials
+from trainables.config import PRECISIONS, ConfigError, EncoderConfig, SamplingConfig, TrainConfig
+from trainables.tasks.base import PROTOCOLS
 
 SEARCHES = ("tpe", "grid", "random")
 
@@ -36,7 +40,7 @@ class SearchConfig:
     max_failures: int = 2
     auxiliary: tuple[str, ...] | None = None  # restrict the study's candidates
     data_dir: str | None = None
-    protocol: str = "holdout"
+    protocol: str = PROTOCOLS[0]  # holdout
     search_seed: int = 0
     report: bool = True
     finalize: bool = True  # the final test comparison of winner and baseline (search.finalize)
@@ -57,8 +61,13 @@ class SearchConfig:
             raise ConfigError(f"--final-seeds {self.final_seeds}: expected >= 2 (one seed says nothing about noise)")
         if self.search not in SEARCHES:
             raise ConfigError(f"--search {self.search!r}: expected one of {', '.join(SEARCHES)}")
-        for flag, value in (("--trials", self.trials), ("--seeds", self.seeds), ("--epochs", self.epochs),
-                            ("--max-concurrent", self.max_concurrent), ("--grace-period", self.grace_period)):
+        for flag, value in (
+            ("--trials", self.trials),
+            ("--seeds", self.seeds),
+            ("--epochs", self.epochs),
+            ("--max-concurrent", self.max_concurrent),
+            ("--grace-period", self.grace_period),
+        ):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag} {value}: expected >= 1")
         if self.reduction_factor is not None and self.reduction_factor < 2:
@@ -77,8 +86,8 @@ class SearchConfig:
                 raise ConfigError(f"--auxiliary is empty: study {self.study} needs at least one auxiliary task")
             if study.primary in self.auxiliary or study.primary_name in self.auxiliary:
                 raise ConfigError(f"--auxiliary lists the primary task {study.primary!r}")
-        if self.protocol not in ("holdout", "thesis"):
-            raise ConfigError(f"--protocol {self.protocol!r}: expected holdout or thesis")
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"--protocol {self.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
         if not self.tracking_grace >= 0:
             raise ConfigError(f"--tracking-grace {self.tracking_grace}: expected seconds >= 0")
         if self.precision is not None and self.precision not in PRECISIONS:
@@ -88,16 +97,18 @@ class SearchConfig:
 
     def resolved_study(self) -> Study:
         """The study with this invocation's candidates and ranges (validated on construction)."""
-        from dataclasses import replace
-
         study = get_study(self.study)
         changes: dict = {}
         if self.preset is not None and study.preset(self.preset).primary:
             changes["primary"] = study.preset(self.preset).primary
         if self.auxiliary is not None:
             changes["candidates"] = self.auxiliary
-        for field, value in (("exponent", self.exponent_range), ("anneal_c", self.anneal_range),
-                             ("lr", self.lr_range), ("warmup", self.warmup_range)):
+        for field, value in (
+            ("exponent", self.exponent_range),
+            ("anneal_c", self.anneal_range),
+            ("lr", self.lr_range),
+            ("warmup", self.warmup_range),
+        ):
             if value is not None:
                 changes[field] = Range(value[0], value[1], log=field == "lr")
         return replace(study, **changes) if changes else study
@@ -112,3 +123,110 @@ class SearchConfig:
 
     def data_root(self) -> str:
         return self.data_dir or os.environ.get("MTL_DATA_DIR", "data")
+
+    def resolved_preset(self) -> Preset:
+        if self.preset is None:
+            raise ConfigError(f"study {self.study}: no preset chosen yet (search.runner.resolve_preset picks one)")
+        return self.resolved_study().preset(self.preset)
+
+    def seed_list(self) -> list[int]:
+        """The seeds every trial trains: 1..--seeds, else the preset's."""
+        return list(self.resolved_preset().seeds) if self.seeds is None else list(range(1, self.seeds + 1))
+
+    def base_config(self) -> TrainConfig:
+        """Everything a trial's TrainConfig shares: the preset's scale plus command-line overrides."""
+        study, preset = self.resolved_study(), self.resolved_preset()
+        return TrainConfig(
+            tasks=(study.primary,),
+            primary=study.primary,
+            sampling=SamplingConfig(),
+            encoder=EncoderConfig(model=self.model or preset.model, max_seq_length=preset.max_seq_length),
+            epochs=self.epochs or preset.epochs,
+            batch_size=preset.batch_size,
+            seed=0,
+            lr=preset.lr or TrainConfig.lr,
+            max_train_examples=preset.max_train_examples,
+            max_eval_examples=preset.max_eval_examples,
+            max_auxiliary_eval_examples=preset.max_auxiliary_eval_examples,
+            protocol=self.protocol,
+            data_dir=str(Path(self.data_root()).resolve()),
+            precision=self.precision or preset.precision,
+        )
+
+    def invocation(self, tune_path: str, trials: int) -> Invocation:
+        """What this invocation starts, as recorded in the study's parent run."""
+        base, study = self.base_config(), self.resolved_study()  # base_config() raises while no preset is chosen
+        return Invocation(
+            study=self.study,
+            preset=str(self.preset),
+            search=self.search,
+            trials=trials,
+            seeds=tuple(self.seed_list()),
+            objective=self.objective(),
+            mode=self.mode or study.mode,
+            model=base.encoder.model,
+            epochs=base.epochs,
+            candidates=tuple(study.candidates),
+            protocol=base.protocol,
+            tune_path=mask_credentials(tune_path),
+            optuna_storage=mask_credentials(self.optuna_storage),
+            gpus_per_trial=self.gpus_per_trial,
+            cpus_per_trial=self.cpus_per_trial,
+            max_concurrent=self.max_concurrent,
+        )
+
+    def continuing(self, started: Invocation) -> SearchConfig:
+        """``--resume``: the restored trials need the original invocation's data, whatever the flags say now."""
+        return replace(
+            self,
+            preset=started.preset,
+            model=started.model,
+            epochs=started.epochs,
+            protocol=started.protocol,
+            auxiliary=started.candidates or None,
+        )
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """How a study was started: its parent MLflow run's params, written once by ``search.run``
+    and read back by ``--resume``, ``search.report`` and ``search.finalize``."""
+
+    study: str
+    preset: str
+    search: str
+    trials: int
+    seeds: tuple[int, ...]
+    objective: str  # the Tune result key the search ranks by
+    mode: str  # max or min
+    model: str
+    epochs: int
+    candidates: tuple[str, ...]  # the auxiliary tasks the search chooses from
+    protocol: str
+    tune_path: str  # the Tune experiment folder (credentials masked)
+    optuna_storage: str  # credentials masked
+    gpus_per_trial: float
+    cpus_per_trial: float
+    max_concurrent: int
+
+    def to_params(self) -> dict[str, str]:
+        out = {}
+        for key, value in asdict(self).items():
+            out[key] = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
+        return out
+
+    @classmethod
+    def from_params(cls, params: Mapping[str, str]) -> Invocation:
+        missing = [f.name for f in fields(cls) if f.name not in params]
+        if missing:
+            raise ConfigError(f"MLflow params of a study run lack {', '.join(missing)}: not a run search.run started")
+        types = {
+            "trials": int,
+            "epochs": int,
+            "max_concurrent": int,
+            "gpus_per_trial": float,
+            "cpus_per_trial": float,
+            "seeds": lambda v: tuple(int(s) for s in v.split(",") if s),
+            "candidates": lambda v: tuple(filter(None, v.split(","))),
+        }
+        return cls(**{f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls)})

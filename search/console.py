@@ -17,9 +17,12 @@ from typing import Any
 # loggers whose INFO lines are bookkeeping; their warnings still show
 CHATTY = ("ray", "optuna", "mlflow", "alembic", "matplotlib")
 # warnings Tune logs at WARNING level that are advice for Tune's own tuning, not for a study
-NOISY_WARNINGS = ("ray.tune.execution.experiment_state", "ray.tune.logger",
-                  # every retry of an unreachable tracking server: the study's spool says it once (search.spool)
-                  "urllib3.connectionpool")
+NOISY_WARNINGS = (
+    "ray.tune.execution.experiment_state",
+    "ray.tune.logger",
+    # every retry of an unreachable tracking server: the study's spool says it once (search.spool)
+    "urllib3.connectionpool",
+)
 ENVIRONMENT = {
     # Ray's new console output ignores progress_reporter and prints every result key (hundreds here)
     "RAY_AIR_NEW_OUTPUT": "0",

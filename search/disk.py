@@ -66,7 +66,7 @@ class SpaceNeed:
     total: int  # every trial's last checkpoint kept, plus one being written per running trial
 
     @classmethod
-    def of(cls, base: TrainConfig, seeds: int, trials: int, concurrent: int) -> "SpaceNeed":
+    def of(cls, base: TrainConfig, seeds: int, trials: int, concurrent: int) -> SpaceNeed:
         checkpoint = seeds * (3 * model_state_bytes(base.encoder.model) + OVERHEAD)
         running = max(1, min(trials, concurrent))
         return cls(checkpoint, running * checkpoint, (trials + running) * checkpoint)
@@ -97,15 +97,30 @@ def check_space(storage: str, need: SpaceNeed, advice: str) -> None:
     if free is None:
         return
     if free < need.first + RESERVE:
-        raise StorageFull(f"--storage {storage}: {size(free)} free, the study needs at least "
-                          f"{size(need.first + RESERVE)} to start ({need.describe()}): {advice}")
+        raise StorageFull(
+            f"--storage {storage}: {size(free)} free, the study needs at least "
+            f"{size(need.first + RESERVE)} to start ({need.describe()}): {advice}"
+        )
     if free < need.total + RESERVE:
-        logger.warning("--storage %s: %s free, the study may need %s (%s): it stops, resumably, when space runs out",
-                       storage, size(free), size(need.total + RESERVE), need.describe())
+        logger.warning(
+            "--storage %s: %s free, the study may need %s (%s): it stops, resumably, when space runs out",
+            storage,
+            size(free),
+            size(need.total + RESERVE),
+            need.describe(),
+        )
 
 
-def guard(storage: str, name: str, base: TrainConfig, seeds: int, trials: int, concurrent: int,
-          resume: str, resuming: bool = False) -> "StorageGuard":
+def guard(
+    storage: str,
+    name: str,
+    base: TrainConfig,
+    seeds: int,
+    trials: int,
+    concurrent: int,
+    resume: str,
+    resuming: bool = False,
+) -> StorageGuard:
     """Check the storage's free space for the study (:func:`check_space`); its guard for the run.
     ``resume``: the command that continues the study."""
     need = SpaceNeed.of(base, seeds, trials, concurrent)
@@ -166,15 +181,19 @@ class StorageGuard(Callback):
         running = sum(1 for t in trials if t.status == "RUNNING")
         free = free_bytes(self.storage) or 0
         if running and free < running * self.need.checkpoint:
-            self.stop(f"{size(free)} free, the {running} running trial(s) need ~{size(running * self.need.checkpoint)} "
-                      "for their next checkpoints")
+            self.stop(
+                f"{size(free)} free, the {running} running trial(s) need ~{size(running * self.need.checkpoint)} "
+                "for their next checkpoints"
+            )
 
     def on_trial_recover(self, iteration: int, trials: list, trial, **info: Any) -> None:
         if disk_full(trial):
             self.drop_partial_checkpoints(trial)
             label = trial.config.get("label", trial.trial_id)
-            self.stop(f"trial {label} could not write its checkpoint (no space left on device), "
-                      f"{size(free_bytes(self.storage) or 0)} free")
+            self.stop(
+                f"trial {label} could not write its checkpoint (no space left on device), "
+                f"{size(free_bytes(self.storage) or 0)} free"
+            )
 
     on_trial_error = on_trial_recover  # no retries left: the trial stays failed, the study still stops
 
@@ -190,8 +209,10 @@ class StorageGuard(Callback):
     def stop(self, why: str) -> None:
         if self.reason:
             return
-        self.reason = (f"--storage {self.storage} is full: {why}; {self.need.describe()}. Free space, then continue "
-                       f"with: {self.resume}")
+        self.reason = (
+            f"--storage {self.storage} is full: {why}; {self.need.describe()}. Free space, then continue "
+            f"with: {self.resume}"
+        )
         STOPPED[str(self.path or self.storage)] = self.reason
         if self.path is not None:
             (self.path / ".reserve").unlink(missing_ok=True)  # room for the state Tune writes as it stops

@@ -87,8 +87,13 @@ class StudyEnd:
             text = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else ""
             state, reason = "FAILED", f"{type(exc).__name__}: {text}"
         if self._end(state, reason, min(DRAIN_S, self.spool.grace_s)):
-            logger.error("study %s ended (%s), its runs %s; continue it with: %s", self.name, reason, state,
-                         self.resume_command())
+            logger.error(
+                "study %s ended (%s), its runs %s; continue it with: %s",
+                self.name,
+                reason,
+                state,
+                self.resume_command(),
+            )
 
     def _end(self, state: str, reason: str, wait_s: float) -> bool:
         """End every run still open, the parent with ``state``; whether ``--resume`` continues the study."""
@@ -102,12 +107,21 @@ class StudyEnd:
             self.spool.put({"op": "end", "trial": trial, "state": "KILLED", "tags": tags})
         tags = {END_REASON: reason, **(resume if unfinished is not None else {})}
         self.spool.put({"op": "end", "trial": None, "state": state, "tags": tags})
-        end_optuna_trials(self.optuna_storage, self.name, f"{state}: {reason}",
-                          self.resume_command() if unfinished is not None else None)
+        end_optuna_trials(
+            self.optuna_storage,
+            self.name,
+            f"{state}: {reason}",
+            self.resume_command() if unfinished is not None else None,
+        )
         if not self.spool.drain(wait_s) and wait_s > 0:
             # --resume sends a spool's backlog before it looks for anything to continue
-            logger.warning("%d MLflow records wait in %s (tracking server unreachable: %s); %s sends them",
-                           self.spool.pending(), self.spool.path, self.spool.last_error, self.resume_command())
+            logger.warning(
+                "%d MLflow records wait in %s (tracking server unreachable: %s); %s sends them",
+                self.spool.pending(),
+                self.spool.path,
+                self.spool.last_error,
+                self.resume_command(),
+            )
         return unfinished is not None
 
 
@@ -129,7 +143,9 @@ def saved_unfinished(tune_path: str) -> set[str] | None:
     try:
         if not tune.Tuner.can_restore(tune_path):
             return None
-        return {t.trial_id for t in tune.ExperimentAnalysis(tune_path).trials if t.status not in ("TERMINATED", "ERROR")}
+        return {
+            t.trial_id for t in tune.ExperimentAnalysis(tune_path).trials if t.status not in ("TERMINATED", "ERROR")
+        }
     except Exception:  # an unreadable state or object store: nothing we can promise
         return None
 
@@ -145,8 +161,10 @@ def end_optuna_trials(storage: str, name: str, reason: str, resume: str | None) 
     except Exception:  # no Optuna study yet, or its storage unreadable: nothing of ours is in it
         return []
     running = [t.number for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
-    study.set_user_attr("ended", {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "reason": reason,
-                                  "running_trials": running, "resume": resume})
+    study.set_user_attr(
+        "ended",
+        {"at": time.strftime("%Y-%m-%d %H:%M:%S"), "reason": reason, "running_trials": running, "resume": resume},
+    )
     if resume is None:
         for number in running:
             study.tell(number, state=TrialState.FAIL)

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from search.config import SearchConfig
-from search.runner import base_config
 from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
@@ -38,8 +37,10 @@ def benchmark_throughput(path: str | Path) -> tuple[float, dict[str, Any]]:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"--from-benchmark {path}: not JSON ({exc})") from None
     except (KeyError, TypeError, ValueError):
-        raise ConfigError(f"--from-benchmark {path}: no loop_samples_per_s; expected the JSON that "
-                          "python -m benchmarks.throughput --out writes") from None
+        raise ConfigError(
+            f"--from-benchmark {path}: no loop_samples_per_s; expected the JSON that "
+            "python -m benchmarks.throughput --out writes"
+        ) from None
     keys = ("date", "device", "model", "precision", "batch_size", "pad_to_multiple_of")
     return samples_per_second, {k: summary.get(k) for k in keys} | {"file": str(path)}
 
@@ -71,17 +72,30 @@ def asha_epoch_fraction(max_t: int, grace: int, rf: int) -> float:
     return expected / max_t
 
 
-def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: float | None,
-             measured: dict[str, Any] | None = None) -> dict:
+def estimate(
+    cfg: SearchConfig,
+    samples_per_second: float | None,
+    usd_per_hour: float | None,
+    measured: dict[str, Any] | None = None,
+) -> dict:
     study = cfg.resolved_study()
     preset = study.preset(cfg.preset)
-    base = base_config(cfg, study, preset)
+    base = cfg.base_config()
     data = Path(base.data_dir)
     sizes = {}
     for name in (study.primary,) + tuple(study.candidates):
         task = get_task(name, data, base.protocol)
-        n = {s: len(limit_rows(len(task.examples(s)), base.max_train_examples if s == "train" else base.eval_limit(name),
-                               task.group_size, s != "train")) for s in ("train", "dev", "test")}
+        n = {
+            s: len(
+                limit_rows(
+                    len(task.examples(s)),
+                    base.max_train_examples if s == "train" else base.eval_limit(name),
+                    task.group_size,
+                    s != "train",
+                )
+            )
+            for s in ("train", "dev", "test")
+        }
         sizes[name] = n
     seeds = cfg.seeds or len(preset.seeds)
     trials = cfg.trials or preset.trials
@@ -94,11 +108,17 @@ def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: 
             eval_rows = sum(sizes[t]["dev"] for t in tasks) * base.epochs + sum(sizes[t]["test"] for t in tasks)
             per_subset.append((train_rows + eval_rows / EVAL_SPEEDUP) * seeds)
     per_trial = sum(per_subset) / len(per_subset)
-    fraction = asha_epoch_fraction(base.epochs, cfg.grace_period or preset.grace_period,
-                                   cfg.reduction_factor or preset.reduction_factor)
+    fraction = asha_epoch_fraction(
+        base.epochs, cfg.grace_period or preset.grace_period, cfg.reduction_factor or preset.reduction_factor
+    )
     out = {
-        "study": study.name, "preset": cfg.preset, "model": base.encoder.model, "epochs": base.epochs,
-        "seeds": seeds, "trials": trials, "rows": sizes,
+        "study": study.name,
+        "preset": cfg.preset,
+        "model": base.encoder.model,
+        "epochs": base.epochs,
+        "seeds": seeds,
+        "trials": trials,
+        "rows": sizes,
         "train_equivalent_rows_per_trial": round(per_trial),
         "total_rows_without_pruning": round(per_trial * trials),
         "asha_epoch_fraction": round(fraction, 3),
@@ -117,22 +137,31 @@ def estimate(cfg: SearchConfig, samples_per_second: float | None, usd_per_hour: 
 
 
 def main() -> int:
-    p = ArgumentParser(prog="python -m search.estimate", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(
+        prog="python -m search.estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--preset", default="full")
     p.add_argument("--trials", type=int)
     p.add_argument("--seeds", type=int)
     measured = p.add_mutually_exclusive_group()
     measured.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")
-    measured.add_argument("--from-benchmark", metavar="FILE",
-                          help="take the throughput from this benchmarks.throughput JSON (its loop_samples_per_s)")
+    measured.add_argument(
+        "--from-benchmark",
+        metavar="FILE",
+        help="take the throughput from this benchmarks.throughput JSON (its loop_samples_per_s)",
+    )
     p.add_argument("--usd-per-hour", type=float, help="price of one such device per hour")
     p.add_argument("--data-dir")
     args = p.parse_args()
     setup_logging()
-    cfg = SearchConfig(study=get_study(args.study).name, preset=args.preset, trials=args.trials, seeds=args.seeds,
-                       data_dir=args.data_dir)
+    cfg = SearchConfig(
+        study=get_study(args.study).name,
+        preset=args.preset,
+        trials=args.trials,
+        seeds=args.seeds,
+        data_dir=args.data_dir,
+    )
     samples_per_second, measured = args.samples_per_second, None
     if args.from_benchmark:
         samples_per_second, measured = benchmark_throughput(args.from_benchmark)

@@ -25,6 +25,7 @@ from typing import Any
 import pandas as pd
 
 from search import stats
+from search.config import Invocation
 from spaces import get_study
 from trainables.cli import ArgumentParser, mask_credentials, run_main, setup_logging
 from trainables.config import ConfigError, TrainConfig
@@ -88,18 +89,21 @@ class FinalResult:
         seeds = f"{self.seeds[0]}-{self.seeds[-1]}"
         reused = sorted(set(self.seeds) - set(w.trained)), sorted(set(self.seeds) - set(b.trained))
         lines = [
-            f"## Final test evaluation: {len(self.seeds)} seeds ({seeds}), {stats.METHOD} interval", "",
+            f"## Final test evaluation: {len(self.seeds)} seeds ({seeds}), {stats.METHOD} interval",
+            "",
             f"Chosen on dev (no test score was used to choose): winner **{w.row.label}** "
             f"(dev {fmt(w.row.objective, w.row.objective_std)}), baseline **{b.row.label}** "
             f"(dev {fmt(b.row.objective, b.row.objective_std)}).",
             f"Test scores of seeds {list_text(reused[0])} (winner) and {list_text(reused[1])} (baseline) come from "
-            "the search's own last epochs; the others were trained to full epochs by finalize.", "",
+            "the search's own last epochs; the others were trained to full epochs by finalize.",
+            "",
             "| test metric | winner | baseline | Δ winner − baseline [95% CI] | verdict |",
             "|---|---|---|---|---|",
         ]
         for r in self.rows:
             lines.append(
-                f"| {r['metric']} | {fmt(r['winner_mean'], r['winner_std'])} | {fmt(r['baseline_mean'], r['baseline_std'])} "
+                f"| {r['metric']} | {fmt(r['winner_mean'], r['winner_std'])} "
+                f"| {fmt(r['baseline_mean'], r['baseline_std'])} "
                 f"| {signed(r['diff_mean'])} [{signed(r['diff_low'])}, {signed(r['diff_high'])}] | {r['verdict']} |"
             )
         published = get_study(self.study).published
@@ -108,15 +112,26 @@ class FinalResult:
             if shown:
                 lines.append(f"| *published: {source}* (one run, chosen on test) | " + ", ".join(shown) + " | | | |")
         if self.majority:
-            lines += ["", "Majority (a constant predictor, the floor any model must beat) on the same test rows: "
-                      + ", ".join(f"{k}={v:.4f}" for k, v in self.majority.items() if not math.isnan(v)) + "."]
+            lines += [
+                "",
+                "Majority (a constant predictor, the floor any model must beat) on the same test rows: "
+                + ", ".join(f"{k}={v:.4f}" for k, v in self.majority.items() if not math.isnan(v))
+                + ".",
+            ]
         h = self.headline
-        lines += ["", f"**Verdict on test {h['metric']}, winner against baseline: {h['verdict']}** "
-                  f"(Δ {signed(h['diff_mean'])}, 95% CI [{signed(h['diff_low'])}, {signed(h['diff_high'])}], "
-                  f"n = {h['n']} paired seeds)."]
+        lines += [
+            "",
+            f"**Verdict on test {h['metric']}, winner against baseline: {h['verdict']}** "
+            f"(Δ {signed(h['diff_mean'])}, 95% CI [{signed(h['diff_low'])}, {signed(h['diff_high'])}], "
+            f"n = {h['n']} paired seeds).",
+        ]
         if self.model_uri:
-            lines += ["", f"Model: `{self.model_uri}` ({self.model_of}); "
-                      f"`python -m trainables.predict --model {self.model_uri} --input sentences.txt --out predictions.jsonl`."]
+            lines += [
+                "",
+                f"Model: `{self.model_uri}` ({self.model_of}); "
+                f"`python -m trainables.predict --model {self.model_uri} --input sentences.txt "
+                "--out predictions.jsonl`.",
+            ]
         return "\n".join(lines) + "\n"
 
 
@@ -152,7 +167,7 @@ def per_seed(row: pd.Series, prefix: str) -> dict[int, float]:
     out = {}
     for column, value in row.items():
         if isinstance(column, str) and column.startswith(prefix + "/seed") and value == value:
-            out[int(column[len(prefix) + len("/seed"):])] = float(value)
+            out[int(column[len(prefix) + len("/seed") :])] = float(value)
     return out
 
 
@@ -161,7 +176,7 @@ def primary_test_metrics(table: pd.DataFrame, primary: str) -> list[str]:
     names = []
     for column in table.columns:
         if isinstance(column, str) and column.startswith(f"{primary}/test/") and "/seed" in column:
-            name = column[len(f"{primary}/test/"):].rsplit("/seed", 1)[0]
+            name = column[len(f"{primary}/test/") :].rsplit("/seed", 1)[0]
             if name not in names:
                 names.append(name)
     return names
@@ -183,8 +198,15 @@ def collect(contender: Contender, rows: list[pd.Series], primary: str, metrics: 
 
 
 # -- comparing --------------------------------------------------------------------
-def compare(winner: Contender, baseline: Contender, metrics: list[str], seeds: list[int], mode: str,
-            objective_metric: str | None, fallback: str | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def compare(
+    winner: Contender,
+    baseline: Contender,
+    metrics: list[str],
+    seeds: list[int],
+    mode: str,
+    objective_metric: str | None,
+    fallback: str | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Per metric the paired comparison; the headline is the objective's metric (where the objective
     is a primary dev metric), else ``fallback`` (the study's metric), else the first."""
     rows = []
@@ -196,11 +218,22 @@ def compare(winner: Contender, baseline: Contender, metrics: list[str], seeds: l
         d = stats.paired_difference(w, b)
         wm, ws, _ = stats.mean_std(w)
         bm, bs, _ = stats.mean_std(b)
-        rows.append({
-            "metric": m, "winner_mean": wm, "winner_std": ws, "baseline_mean": bm, "baseline_std": bs,
-            "diff_mean": d.mean, "diff_std": d.std, "diff_low": d.low, "diff_high": d.high, "n": d.n,
-            "method": d.method, "verdict": stats.verdict(d, direction),
-        })
+        rows.append(
+            {
+                "metric": m,
+                "winner_mean": wm,
+                "winner_std": ws,
+                "baseline_mean": bm,
+                "baseline_std": bs,
+                "diff_mean": d.mean,
+                "diff_std": d.std,
+                "diff_low": d.low,
+                "diff_high": d.high,
+                "n": d.n,
+                "method": d.method,
+                "verdict": stats.verdict(d, direction),
+            }
+        )
     wanted = objective_metric or fallback
     headline = next((r for r in rows if r["metric"] == wanted), rows[0])
     return rows, headline
@@ -209,13 +242,14 @@ def compare(winner: Contender, baseline: Contender, metrics: list[str], seeds: l
 # -- orchestration ----------------------------------------------------------------
 def finalize(cfg: FinalizeConfig) -> FinalResult:
     """Choose, complete the seeds, compare, register, write; see the module docstring."""
-    from search.tracking import client as mlflow_client, find_parent, trial_table
+    from search.tracking import client as mlflow_client
+    from search.tracking import find_parent, trial_table
 
     client = mlflow_client(cfg.tracking_uri)
     experiment, parent = find_parent(client, cfg.study, cfg.name)
-    params = parent.data.params
-    objective, mode, name = params["objective"], params.get("mode", "max"), parent.data.tags.get("tune_experiment",
-                                                                                               parent.info.run_name)
+    invocation = Invocation.from_params(parent.data.params)
+    objective, mode = invocation.objective, invocation.mode
+    name = parent.data.tags.get("tune_experiment", parent.info.run_name)
     study = get_study(cfg.study)
     table = trial_table(client, experiment.experiment_id, parent)
     if table.empty:
@@ -230,14 +264,21 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
     contenders = []
     for role, row in (("winner", winner_row), ("baseline", baseline_row)):
         row = row.copy()
-        row["checkpoint_dir"] = trial_checkpoint(params["tune_path"], client.get_run(row.run_id).data.tags.get("trial_id"))
+        row["checkpoint_dir"] = trial_checkpoint(
+            invocation.tune_path, client.get_run(row.run_id).data.tags.get("trial_id")
+        )
         c = Contender(role, row, trial_config(client, row.run_id))
         earlier = [r for _, r in finals.iterrows() if r.get("final_for") == row.run_id] if len(finals) else []
         collect(c, [row, *earlier], study.primary_name, metrics)
         contenders.append(c)
     winner, baseline = contenders
-    logger.info("winner on dev: %s (%s); baseline: %s (%s)", winner.row.label, fmt(winner.row.objective,
-                winner.row.objective_std), baseline.row.label, fmt(baseline.row.objective, baseline.row.objective_std))
+    logger.info(
+        "winner on dev: %s (%s); baseline: %s (%s)",
+        winner.row.label,
+        fmt(winner.row.objective, winner.row.objective_std),
+        baseline.row.label,
+        fmt(baseline.row.objective, baseline.row.objective_std),
+    )
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}
     if any(missing.values()):
         train_missing(cfg, parent, objective, contenders, missing, study.primary_name, metrics)
@@ -254,7 +295,7 @@ def objective_metric_of(objective: str, primary: str) -> str | None:
     """``semeval/dev/acc_4way/mean`` -> ``acc_4way``; None for objectives off the primary's dev split."""
     name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
     prefix = f"{primary}/dev/"
-    return name[len(prefix):] if name.startswith(prefix) else None
+    return name[len(prefix) :] if name.startswith(prefix) else None
 
 
 def trial_config(client, run_id: str) -> TrainConfig:
@@ -272,18 +313,26 @@ def test_majority(config: TrainConfig) -> dict[str, float]:
 
     task = get_task(config.primary, Path(config.data_dir), config.protocol)
     rows = task.examples("test")
-    return majority_scores(task, [rows[i] for i in limit_rows(len(rows), config.max_eval_examples, task.group_size,
-                                                               first=True)])
+    return majority_scores(
+        task, [rows[i] for i in limit_rows(len(rows), config.max_eval_examples, task.group_size, first=True)]
+    )
 
 
-def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[Contender],
-                  missing: dict[str, list[int]], primary: str, metrics: list[str]) -> None:
+def train_missing(
+    cfg: FinalizeConfig,
+    parent,
+    objective: str,
+    contenders: list[Contender],
+    missing: dict[str, list[int]],
+    primary: str,
+    metrics: list[str],
+) -> None:
     """Train each contender's missing seeds to full epochs as Tune trials logged to MLflow."""
     from ray import tune
 
-    from search.resources import check_request
     from search.mlflow_spool import spool_path, study_spool
-    from search.runner import connect_address
+    from search.ray_connect import connect_address
+    from search.resources import check_request
     from search.tracking import MLflowTracker
     from trainables.loop import prepare_data
     from trainables.model import load_tokenizer
@@ -291,8 +340,7 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
 
     connect_address(cfg.address)
     check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
-    everything = contenders[0].config.with_(tasks=tuple(dict.fromkeys(
-        t for c in contenders for t in c.config.tasks)))
+    everything = contenders[0].config.with_(tasks=tuple(dict.fromkeys(t for c in contenders for t in c.config.tasks)))
     tokenizer = load_tokenizer(everything.encoder)
     data = prepare_data(everything, tokenizer)
     points = []
@@ -303,44 +351,64 @@ def train_missing(cfg: FinalizeConfig, parent, objective: str, contenders: list[
         from search.searcher import flat_config
 
         label = f"final {c.role} {c.row.label} seeds {list_text(seeds)}"
-        points.append({"train": flat_config(c.config), "seeds": seeds, "key": c.row.canonical_key, "label": label,
-                       "baseline": c.role == "baseline", "kind": FINAL_KIND,
-                       "final_for": c.row.run_id, "metric": objective})
+        points.append(
+            {
+                "train": flat_config(c.config),
+                "seeds": seeds,
+                "key": c.row.canonical_key,
+                "label": label,
+                "baseline": c.role == "baseline",
+                "kind": FINAL_KIND,
+                "final_for": c.row.run_id,
+                "metric": objective,
+            }
+        )
         logger.info("finalize trains %s seeds %s to %d epochs", c.row.label, list_text(seeds), c.config.epochs)
-    storage, _, study_experiment = parent.data.params["tune_path"].rstrip("/").rpartition("/")
+    tune_path = Invocation.from_params(parent.data.params).tune_path
+    storage, _, study_experiment = tune_path.rstrip("/").rpartition("/")
     trainable = tune.with_resources(
-        tune.with_parameters(multitask_trainable, data=data, signature=data_signature(everything, tokenizer),
-                             metric=objective),
+        tune.with_parameters(
+            multitask_trainable, data=data, signature=data_signature(everything, tokenizer), metric=objective
+        ),
         {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
     )
     epochs = max(c.config.epochs for c in contenders)
     # the study's own spool: what the search left unsent goes first, then these runs, in order
-    spool = study_spool(spool_path(parent.data.params["tune_path"]), cfg.tracking_uri, parent.info.run_id)
+    spool = study_spool(spool_path(tune_path), cfg.tracking_uri, parent.info.run_id)
     tuner = tune.Tuner(
         trainable,
         param_space={"trial": tune.grid_search(points)},
-        tune_config=tune.TuneConfig(max_concurrent_trials=cfg.max_concurrent,
-                                    trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"),
+        tune_config=tune.TuneConfig(
+            max_concurrent_trials=cfg.max_concurrent, trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"
+        ),
         run_config=tune.RunConfig(
-            name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}", storage_path=storage,
+            name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}",
+            storage_path=storage,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-            callbacks=[MLflowTracker(cfg.tracking_uri, parent.info.run_id, epochs, [], objective=objective,
-                                     spool=str(spool.path))],
+            callbacks=[
+                MLflowTracker(
+                    cfg.tracking_uri, parent.info.run_id, epochs, [], objective=objective, spool=str(spool.path)
+                )
+            ],
             verbose=0,
         ),
     )
     results = tuner.fit()
     if not spool.drain(spool.grace_s):
-        raise ConnectionError(f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable "
-                              f"({spool.last_error}): {spool.pending()} records of the final runs wait in {spool.path}")
+        raise ConnectionError(
+            f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable "
+            f"({spool.last_error}): {spool.pending()} records of the final runs wait in {spool.path}"
+        )
     by_role = {c.role: c for c in contenders}
     for result in results:
         point = result.config["trial"]
         c = by_role["baseline" if point["baseline"] else "winner"]
         if result.error or not result.metrics or int(result.metrics.get("epoch", 0)) < c.config.epochs:
             if result.error is None:  # stopped, not failed: Ctrl-C or SIGTERM during fit (Tune ends gracefully)
-                raise KeyboardInterrupt(f"finalize interrupted; the study itself is complete: rerun "
-                                        f"python -m search.finalize {cfg.study} --name {study_experiment}")
+                raise KeyboardInterrupt(
+                    f"finalize interrupted; the study itself is complete: rerun "
+                    f"python -m search.finalize {cfg.study} --name {study_experiment}"
+                )
             raise RuntimeError(f"finalize could not train {point['label']}: {result.error or 'stopped early'}")
         row = pd.Series({k: v for k, v in result.metrics.items()})
         row["objective"] = result.metrics.get(objective)
@@ -370,15 +438,28 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
     seed = (max if result.mode == "max" else min)(usable, key=usable.get)
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = fetch(chosen.checkpoints[seed], Path(tmp))
-        scores = {f"dev/{result.objective}": usable[seed],
-                  **{f"test/{m}": chosen.test[m][seed] for m in chosen.test if seed in chosen.test[m]}}
+        scores = {
+            f"dev/{result.objective}": usable[seed],
+            **{f"test/{m}": chosen.test[m][seed] for m in chosen.test if seed in chosen.test[m]},
+        }
         result.model_uri = log_winner(
-            cfg.tracking_uri, parent_run_id, cfg.study, checkpoint, chosen.config.with_(seed=seed),
-            load_tokenizer(chosen.config.encoder), scores,
-            {"trial": str(chosen.row.label), "role": chosen.role, "seed": str(seed),
-             "canonical_key": str(chosen.row.canonical_key), "verdict": result.headline["verdict"]},
+            cfg.tracking_uri,
+            parent_run_id,
+            cfg.study,
+            checkpoint,
+            chosen.config.with_(seed=seed),
+            load_tokenizer(chosen.config.encoder),
+            scores,
+            {
+                "trial": str(chosen.row.label),
+                "role": chosen.role,
+                "seed": str(seed),
+                "canonical_key": str(chosen.row.canonical_key),
+                "verdict": result.headline["verdict"],
+            },
         )
-    result.model_of = f"{chosen.row.label}, seed {seed}, the {'winner' if better_w else 'baseline'}: higher dev score over {len(result.seeds)} seeds"
+    role = "winner" if better_w else "baseline"
+    result.model_of = f"{chosen.row.label}, seed {seed}, the {role}: higher dev score over {len(result.seeds)} seeds"
     logger.info("registered %s as %s", result.model_of, result.model_uri)
 
 
@@ -393,7 +474,9 @@ def trial_checkpoint(tune_path: str, trial_id: str | None) -> str:
         found = fs.get_file_info(pafs.FileSelector(f"{root.rstrip('/')}/trial_{trial_id}", allow_not_found=True))
     except OSError:
         return ""
-    folders = sorted(i.path for i in found if i.type == pafs.FileType.Directory and i.base_name.startswith("checkpoint_"))
+    folders = sorted(
+        i.path for i in found if i.type == pafs.FileType.Directory and i.base_name.startswith("checkpoint_")
+    )
     if not folders:
         return ""
     prefix = tune_path.split("://", 1)[0] + "://" if "://" in tune_path else ""
@@ -434,18 +517,32 @@ def record(client, parent_run_id: str, result: FinalResult) -> None:
 
 def final_frame(result: FinalResult) -> pd.DataFrame:
     """``final.csv``: one row per primary test metric, then the published single runs beside them."""
-    rows = [{"source": "final", **r, "winner": result.winner.row.label, "baseline": result.baseline.row.label,
-             "seeds": list_text(result.seeds)} for r in result.rows]
+    rows = [
+        {
+            "source": "final",
+            **r,
+            "winner": result.winner.row.label,
+            "baseline": result.baseline.row.label,
+            "seeds": list_text(result.seeds),
+        }
+        for r in result.rows
+    ]
     for source, values in get_study(result.study).published.items():
-        rows += [{"source": f"published: {source}", "metric": r["metric"], "winner_mean": values[r["metric"]]}
-                 for r in result.rows if r["metric"] in values]
-    rows += [{"source": "majority (constant predictor)", "metric": k, "winner_mean": v} for k, v in result.majority.items()]
+        rows += [
+            {"source": f"published: {source}", "metric": r["metric"], "winner_mean": values[r["metric"]]}
+            for r in result.rows
+            if r["metric"] in values
+        ]
+    rows += [
+        {"source": "majority (constant predictor)", "metric": k, "winner_mean": v} for k, v in result.majority.items()
+    ]
     return pd.DataFrame(rows)
 
 
 def main() -> int:
-    p = ArgumentParser(prog="python -m search.finalize", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(
+        prog="python -m search.finalize", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
     p.add_argument("--seeds", type=int, default=FinalizeConfig.seeds, help="seeds 1..K per contender")
@@ -460,12 +557,21 @@ def main() -> int:
     args = p.parse_args()
     setup_logging(args.verbose)
     from search.report import build_report
-    from search.runner import absolute_sqlite
+    from search.storage import absolute_sqlite
     from search.tracking import check_tracking_uri
 
-    cfg = FinalizeConfig(get_study(args.study).name, args.name, args.seeds, absolute_sqlite(args.tracking_uri),
-                         args.out, args.cpus_per_trial, args.gpus_per_trial, args.max_concurrent, args.address,
-                         not args.no_register)
+    cfg = FinalizeConfig(
+        get_study(args.study).name,
+        args.name,
+        args.seeds,
+        absolute_sqlite(args.tracking_uri),
+        args.out,
+        args.cpus_per_trial,
+        args.gpus_per_trial,
+        args.max_concurrent,
+        args.address,
+        not args.no_register,
+    )
     check_tracking_uri(cfg.tracking_uri)
     result = finalize(cfg)
     build_report(cfg.study, cfg.tracking_uri, run_name=result.name, out_dir=cfg.out_dir, final=result)

@@ -133,7 +133,7 @@ class MlflowSink:
         metrics = [Metric(k, v, stamp, step) for k, v, stamp, step in r.get("metrics", [])]
         tags = [RunTag(k, v) for k, v in r.get("tags", {}).items()]
         for start in range(0, max(1, len(metrics)), 900):  # MLflow takes at most 1000 per batch
-            self.client.log_batch(run_id, metrics=metrics[start:start + 900], tags=tags if start == 0 else [])
+            self.client.log_batch(run_id, metrics=metrics[start : start + 900], tags=tags if start == 0 else [])
 
     def _end(self, r: dict[str, Any]) -> None:
         run_id = self._run(r["trial"])
@@ -155,7 +155,8 @@ class MlflowSink:
     def _find(self, trial: str) -> str | None:
         if trial not in self.runs:
             found = self.client.search_runs(
-                [self.experiment_id], order_by=["attributes.start_time ASC"],
+                [self.experiment_id],
+                order_by=["attributes.start_time ASC"],
                 filter_string=f"tags.`mlflow.parentRunId` = '{self.parent_run_id}' and tags.trial_id = '{trial}'",
             )
             if not found:

@@ -33,15 +33,25 @@ def trial_view_url(experiment: str, name: str) -> str:
 def share_trial_view(c, experiment: str, name: str, parent_run_id: str, mode: str) -> None:
     """This invocation's trials sorted by the objective, with the columns that tell them apart."""
     columns = {  # column -> width in pixels (the UI's default cuts run names at ~14 characters)
-        "attributes.`Run Name`": 240, "metrics.`objective`": 100, "metrics.`objective_std`": 110,
-        "tags.`status`": 90, "params.`schema`": 80, "params.`aux`": 130, "params.`exponent`": 80,
-        "params.`anneal_c`": 80, "params.`lr`": 80, "params.`warmup`": 70, "tags.`epochs_trained`": 120,
+        "attributes.`Run Name`": 240,
+        "metrics.`objective`": 100,
+        "metrics.`objective_std`": 110,
+        "tags.`status`": 90,
+        "params.`schema`": 80,
+        "params.`aux`": 130,
+        "params.`exponent`": 80,
+        "params.`anneal_c`": 80,
+        "params.`lr`": 80,
+        "params.`warmup`": 70,
+        "tags.`epochs_trained`": 120,
     }
     view = {
         "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}'",
-        "orderByKey": "metrics.`objective`", "orderByAsc": mode == "min",
+        "orderByKey": "metrics.`objective`",
+        "orderByAsc": mode == "min",
         "selectedColumns": [k for k in columns if not k.startswith("attributes.")],
-        "columnOrder": list(columns), "columnWidths": columns,
+        "columnOrder": list(columns),
+        "columnWidths": columns,
         "runsExpanded": {parent_run_id: True},
     }
     c.set_experiment_tag(experiment, SHARED_VIEW_PREFIX + name, json.dumps(view))

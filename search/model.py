@@ -10,8 +10,8 @@ lines, so ``mlflow models serve`` answers ``{"predictions": [{...}, ...]}``.
 from __future__ import annotations
 
 import contextlib
-import os
 import logging
+import os
 import tempfile
 import warnings
 from pathlib import Path
@@ -52,8 +52,13 @@ class WinnerModel(mlflow.pyfunc.PythonModel):
 
 def version_tags(config: TrainConfig, metrics: dict[str, float], tags: dict[str, str]) -> dict[str, str]:
     """Registered-version tags: the label, every config field (``config.*``), metrics, the seed, ``tags``."""
-    out = {"label": describe(config), "seed": str(config.seed), "tasks": ",".join(config.tasks),
-           "primary": config.primary, "schema": config.sampling.schema}
+    out = {
+        "label": describe(config),
+        "seed": str(config.seed),
+        "tasks": ",".join(config.tasks),
+        "primary": config.primary,
+        "schema": config.sampling.schema,
+    }
     out.update({f"config.{k}": str(v) for k, v in config.to_dict().items() if k not in ("data_dir", "device")})
     out.update({f"metric.{k}": f"{v:.6g}" for k, v in metrics.items()})
     out.update(tags)
@@ -61,15 +66,26 @@ def version_tags(config: TrainConfig, metrics: dict[str, float], tags: dict[str,
 
 
 def describe_version(config: TrainConfig, metrics: dict[str, float], run_id: str) -> str:
-    lines = [f"Winning config: {describe(config)} (seed {config.seed}, encoder {config.encoder.model}).",
-             f"Trained in run {run_id}.", "", "| metric | value |", "|---|---|"]
+    lines = [
+        f"Winning config: {describe(config)} (seed {config.seed}, encoder {config.encoder.model}).",
+        f"Trained in run {run_id}.",
+        "",
+        "| metric | value |",
+        "|---|---|",
+    ]
     lines += [f"| {k} | {v:.4f} |" for k, v in sorted(metrics.items())]
     return "\n".join(lines)
 
 
 def log_winner(
-    tracking_uri: str, run_id: str, study: str, checkpoint: Path, config: TrainConfig, tokenizer,
-    metrics: dict[str, float], tags: dict[str, str],
+    tracking_uri: str,
+    run_id: str,
+    study: str,
+    checkpoint: Path,
+    config: TrainConfig,
+    tokenizer,
+    metrics: dict[str, float],
+    tags: dict[str, str],
 ) -> str:
     """Log the winner as pyfunc model ``model`` of run ``run_id``, register a new version of
     ``{study}-best`` with the config, metrics and seed on it; return ``models:/{study}-best/{version}``."""
@@ -85,14 +101,23 @@ def log_winner(
     with tempfile.TemporaryDirectory() as tmp, fluent_uri(tracking_uri):
         model_dir = save_model_dir(Path(tmp) / ARTIFACT, checkpoint, config, tokenizer)
         # resume the run unless the caller has it open already
-        with (mlflow.start_run(run_id=run_id) if active is None or active.info.run_id != run_id else contextlib.nullcontext()),\
-                warnings.catch_warnings():
+        with (
+            (
+                mlflow.start_run(run_id=run_id)
+                if active is None or active.info.run_id != run_id
+                else contextlib.nullcontext()
+            ),
+            warnings.catch_warnings(),
+        ):
             # the signature says what goes in; an input example would load the model once more to check it
             warnings.filterwarnings("ignore", message=".*input example was not provided.*")
             info = mlflow.pyfunc.log_model(
-                name="model", python_model=WinnerModel(), artifacts={ARTIFACT: str(model_dir)},
+                name="model",
+                python_model=WinnerModel(),
+                artifacts={ARTIFACT: str(model_dir)},
                 code_paths=[str(PACKAGES / "trainables"), str(PACKAGES / "search")],
-                signature=signature, pip_requirements=_requirements(),
+                signature=signature,
+                pip_requirements=_requirements(),
             )
         client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
         if not client.search_registered_models(filter_string=f"name = '{name}'"):
@@ -100,8 +125,12 @@ def log_winner(
         # tags and description at creation: one request, so no reader ever sees a version without them
         # (inside fluent_uri: the registry resolves the logged model's models:/m-... source there)
         created = client.create_model_version(
-            name, info.model_uri, run_id=run_id, tags=version_tags(config, metrics, tags),
-            description=describe_version(config, metrics, run_id), model_id=info.model_id,
+            name,
+            info.model_uri,
+            run_id=run_id,
+            tags=version_tags(config, metrics, tags),
+            description=describe_version(config, metrics, run_id),
+            model_id=info.model_id,
         )
         version = str(created.version)
         wait_until_ready(client, name, version)

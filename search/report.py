@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from search import stats
+from search.config import Invocation, SearchConfig
 from search.tracking import find_parent, trial_table
 from spaces import get_study
 from trainables.cli import ArgumentParser, run_main, setup_logging
@@ -57,8 +58,15 @@ def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
         d = stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared])
         lows.append(d.low)
         highs.append(d.high)
-        beyond.append("–" if r.baseline else f"n={d.n}: too few" if d.n < stats.MIN_PAIRS
-                      else "yes" if stats.exceeds_noise(d, mode) else "no")
+        beyond.append(
+            "–"
+            if r.baseline
+            else f"n={d.n}: too few"
+            if d.n < stats.MIN_PAIRS
+            else "yes"
+            if stats.exceeds_noise(d, mode)
+            else "no"
+        )
     done["delta_low"], done["delta_high"], done["beyond_noise"] = lows, highs, beyond
     return done
 
@@ -68,14 +76,18 @@ def baseline_lr(lr: float, preset_lr: float | None) -> str:
     thesis = TrainConfig.lr
     if preset_lr is not None and not math.isclose(lr, preset_lr, rel_tol=1e-3):  # the table holds 4 digits
         source = "the thesis's" if math.isclose(preset_lr, thesis, rel_tol=1e-3) else f"the thesis's is {thesis:g}"
-        return f"The baseline trains with lr {lr:g}: moved into the study's lr range from the preset's {preset_lr:g} ({source})."
+        return (
+            f"The baseline trains with lr {lr:g}: moved into the study's lr range from the preset's "
+            f"{preset_lr:g} ({source})."
+        )
     if math.isclose(lr, thesis, rel_tol=1e-3):
         return f"The baseline trains with lr {lr:g} (the thesis's)."
     return f"The baseline trains with lr {lr:g}, the preset's, not the thesis's {thesis:g}."
 
 
-def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int,
-              context: Context = Context()) -> tuple[pd.DataFrame, str]:
+def summarise(
+    table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int, context: Context = Context()
+) -> tuple[pd.DataFrame, str]:
     """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
     study = get_study(study_name)
     done = versus_baseline(table[table.status == "completed"], mode).sort_values("objective", ascending=(mode == "min"))
@@ -83,7 +95,7 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
     # "semeval/dev/acc_4way/mean" -> dev acc_4way, scored on test too; "train/loss/mean" -> train/loss
     name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
     on_dev = name.startswith(f"{study.primary_name}/dev/")
-    metric = name[len(f"{study.primary_name}/dev/"):] if on_dev else name
+    metric = name[len(f"{study.primary_name}/dev/") :] if on_dev else name
     test_key = f"{study.primary_name}/test/{metric}"
     seeds = int(table.seeds.map(lambda s: len(str(s).split(","))).max()) if len(table) else 0
     lines = [f"# Study `{study_name}`: objective `{objective}` ({mode})", ""]
@@ -91,11 +103,12 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         lines += [f"*{context.preset_note}*", ""]
     lines += [context.final_markdown, ""] if context.final_markdown else []
     lines += [
-        "## Search ranking (dev)", "",
+        "## Search ranking (dev)",
+        "",
         f"{len(table)} trials: {int((table.status == 'completed').sum())} completed, "
         f"{int((table.status == 'pruned').sum())} pruned by ASHA, {int((table.status == 'failed').sum())} failed. "
         f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
-        f"{stats.METHOD} interval of the per-seed differences; \"beyond noise\" says whether that interval excludes "
+        f'{stats.METHOD} interval of the per-seed differences; "beyond noise" says whether that interval excludes '
         f"zero (it takes {stats.MIN_PAIRS} seeds or more). Relative Δ is not shown where the baseline is near zero.",
     ]
     # the floor of the objective's metric, or of the study's own where the objective is not a dev score
@@ -104,13 +117,17 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
         floor = context.majority[floor_metric]
         base = float(baseline.iloc[0].get(f"{study.primary_name}/dev/{floor_metric}", math.nan))
         where = "above" if base > floor else "NOT above"
-        lines += ["", f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
-                      f"{floor_metric} = {floor:.4f}; the baseline's dev {floor_metric} {base:.4f} is {where} it."]
+        lines += [
+            "",
+            f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
+            f"{floor_metric} = {floor:.4f}; the baseline's dev {floor_metric} {base:.4f} is {where} it.",
+        ]
     if len(baseline):
         lines += ["", baseline_lr(float(baseline.lr.iloc[0]), context.preset_lr)]
     lines += [
         "",
-        f"| rank | trial | {'dev ' if on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel | test {metric if on_dev else ''} | epochs |",
+        f"| rank | trial | {'dev ' if on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel "
+        f"| test {metric if on_dev else ''} | epochs |",
         "|---|---|---|---|---|---|---|---|",
     ]
     shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
@@ -124,23 +141,48 @@ def summarise(table: pd.DataFrame, study_name: str, objective: str, mode: str, t
             f"| {rank} | {label} | {fmt(r.objective, r.objective_std)} | {r.delta:+.4f}{interval} | {r.beyond_noise} | "
             f"{rel} | {fmt(r.get(test_key, math.nan), r.get(test_key + ' std', math.nan))} | {int(r.epochs)} |"
         )
-        csv_rows.append({
-            "rank": rank, "source": "baseline" if r.baseline else "search", "config": r.label,
-            "canonical_key": r.canonical_key, "objective": objective, "objective_mean": r.objective,
-            "objective_std": r.objective_std, "delta_abs": r.delta, "delta_low": r.delta_low,
-            "delta_high": r.delta_high, "beyond_noise": r.beyond_noise, "delta_rel_%": r["delta_rel_%"],
-            "test_metric": test_key, "test_mean": r.get(test_key, math.nan),
-            "test_std": r.get(test_key + " std", math.nan), "epochs": int(r.epochs), "seeds": r.seeds,
-        })
+        csv_rows.append(
+            {
+                "rank": rank,
+                "source": "baseline" if r.baseline else "search",
+                "config": r.label,
+                "canonical_key": r.canonical_key,
+                "objective": objective,
+                "objective_mean": r.objective,
+                "objective_std": r.objective_std,
+                "delta_abs": r.delta,
+                "delta_low": r.delta_low,
+                "delta_high": r.delta_high,
+                "beyond_noise": r.beyond_noise,
+                "delta_rel_%": r["delta_rel_%"],
+                "test_metric": test_key,
+                "test_mean": r.get(test_key, math.nan),
+                "test_std": r.get(test_key + " std", math.nan),
+                "epochs": int(r.epochs),
+                "seeds": r.seeds,
+            }
+        )
     if study.published:
         keys = sorted({k for v in study.published.values() for k in v})
-        lines += ["", f"Published results on {study.primary_name} test (single runs, selected as their authors did):", "",
-                  "| source | " + " | ".join(keys) + " |", "|---|" + "---|" * len(keys)]
+        lines += [
+            "",
+            f"Published results on {study.primary_name} test (single runs, selected as their authors did):",
+            "",
+            "| source | " + " | ".join(keys) + " |",
+            "|---|" + "---|" * len(keys),
+        ]
         for source, values in study.published.items():
             lines.append(f"| {source} | " + " | ".join(f"{values[k]:.4f}" if k in values else "–" for k in keys) + " |")
             if metric in values:
-                csv_rows.append({"rank": "-", "source": "published", "config": source, "test_metric": test_key,
-                                 "test_mean": values[metric]})
+                csv_rows.append(
+                    {
+                        "rank": "-",
+                        "source": "published",
+                        "config": source,
+                        "test_metric": test_key,
+                        "test_mean": values[metric],
+                    }
+                )
     return pd.DataFrame(csv_rows), "\n".join(lines) + "\n"
 
 
@@ -152,8 +194,9 @@ def error_bars(means: pd.Series, stds: pd.Series, bounded: bool) -> list[list[fl
     return [[max(0.0, x) for x in low], [max(0.0, x) for x in high]]
 
 
-def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int,
-          majority: float | None = None) -> list[Path]:
+def plots(
+    table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int, majority: float | None = None
+) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -170,8 +213,15 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int,
             part = scored[scored.status == status]
             x = [groups.index(g) for g in part[column]]
             # mean over seeds with its sample std; pruned trials at the epoch ASHA stopped them
-            ax.errorbar(x, part.objective, yerr=error_bars(part.objective, part.objective_std, bounded), fmt=marker,
-                        color=color, capsize=3, label=status if len(part) else None)
+            ax.errorbar(
+                x,
+                part.objective,
+                yerr=error_bars(part.objective, part.objective_std, bounded),
+                fmt=marker,
+                color=color,
+                capsize=3,
+                label=status if len(part) else None,
+            )
         if len(base):
             ax.axhline(float(base.iloc[0]), color="0.4", linestyle="--", label="baseline (single task)")
         if majority is not None:
@@ -210,13 +260,13 @@ def plots(table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int,
 def context_of(client, study: str, parent, final=None) -> Context:
     """The preset's scope, the majority floor (parent metrics ``majority/dev/...``) and the final table
     (given, or the one an earlier finalize logged as ``report/final.md``)."""
-    params, metrics = parent.data.params, parent.data.metrics
+    metrics = parent.data.metrics
     try:
-        preset = get_study(study).preset(params.get("preset", ""))
+        preset = get_study(study).preset(Invocation.from_params(parent.data.params).preset)
         note, preset_lr = preset.note, preset.lr or TrainConfig.lr
     except ConfigError:
         note, preset_lr = "", None
-    majority = {k[len("majority/dev/"):]: v for k, v in metrics.items() if k.startswith("majority/dev/")}
+    majority = {k[len("majority/dev/") :]: v for k, v in metrics.items() if k.startswith("majority/dev/")}
     final_markdown = final.markdown() if final is not None else ""
     if not final_markdown and "final_verdict" in parent.data.tags:
         import tempfile
@@ -229,14 +279,22 @@ def context_of(client, study: str, parent, final=None) -> Context:
     return Context(note, majority, final_markdown, preset_lr)
 
 
-def build_report(study: str, tracking_uri: str, run_name: str | None = None, out_dir: str = "results",
-                 top: int = 10, final=None, echo: bool = True) -> dict[str, Path]:
+def build_report(
+    study: str,
+    tracking_uri: str,
+    run_name: str | None = None,
+    out_dir: str = "results",
+    top: int = 10,
+    final=None,
+    echo: bool = True,
+) -> dict[str, Path]:
     from search.tracking import client as mlflow_client
 
     get_study(study)
     client = mlflow_client(tracking_uri)
     experiment, parent = find_parent(client, study, run_name)
-    objective, mode = parent.data.params["objective"], parent.data.params.get("mode", "max")
+    invocation = Invocation.from_params(parent.data.params)
+    objective, mode = invocation.objective, invocation.mode
     table = trial_table(client, experiment.experiment_id, parent)
     if table.empty:
         raise ConfigError(f"study run {parent.info.run_name} has no trials in MLflow yet")
@@ -244,10 +302,12 @@ def build_report(study: str, tracking_uri: str, run_name: str | None = None, out
     out.mkdir(parents=True, exist_ok=True)
     context = context_of(client, study, parent, final)
     ranked, markdown = summarise(table, study, objective, mode, top, context)
-    seeds = len(parent.data.params.get("seeds", "").split(","))
+    seeds = len(invocation.seeds)
     paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
     study_metric = objective[: -len("/mean")].rpartition("/")[2] if objective.endswith("/mean") else ""
-    figures = plots(table, out, objective, mode, seeds, context.majority.get(study_metric) if "/dev/" in objective else None)
+    figures = plots(
+        table, out, objective, mode, seeds, context.majority.get(study_metric) if "/dev/" in objective else None
+    )
     markdown += "\n## Plots\n\n" + "\n".join(f"![{p.stem.replace('_', ' ')}]({p.name})" for p in figures) + "\n"
     ranked.to_csv(paths["csv"], index=False)  # the table of report.md
     table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
@@ -274,7 +334,7 @@ def build_report(study: str, tracking_uri: str, run_name: str | None = None, out
 def main() -> int:
     p = ArgumentParser(prog="python -m search.report", description=__doc__)
     p.add_argument("study", help="a built-in study or a .toml study file")
-    p.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    p.add_argument("--tracking-uri", default=SearchConfig.tracking_uri)
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
     p.add_argument("--out", default="results", help="directory for report.csv, report.md and plots")
     p.add_argument("--top", type=int, default=10)

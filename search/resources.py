@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from trainables.config import ConfigError
 
@@ -58,8 +58,13 @@ def autoscaler_node_types() -> dict[str, dict[str, float] | None]:
     return types
 
 
-def check_request(cpus: float, gpus: float, nodes: list[Shape] | None = None,
-                  types: Mapping[str, Shape | None] | None = None, local: bool = False) -> None:
+def check_request(
+    cpus: float,
+    gpus: float,
+    nodes: list[Shape] | None = None,
+    types: Mapping[str, Shape | None] | None = None,
+    local: bool = False,
+) -> None:
     """Refuse ``--cpus-per-trial``/``--gpus-per-trial`` no node can ever offer, naming what exists.
     ``local``: a private local Ray, which no autoscaler grows (a stale launcher config is ignored)."""
     request = {"CPU": cpus, "GPU": gpus}
@@ -70,10 +75,18 @@ def check_request(cpus: float, gpus: float, nodes: list[Shape] | None = None,
     shapes = list(nodes) + [t for t in types.values() if t is not None]
     gpu_somewhere, cpu_somewhere = (any(fits(s, {k: v}) for s in shapes) for k, v in (("GPU", gpus), ("CPU", cpus)))
     # the flag at fault; both where neither fits anywhere, or each fits but never together
-    flags = [flag for flag, alone in ((f"--gpus-per-trial {gpus:g}", gpu_somewhere and not cpu_somewhere),
-                                      (f"--cpus-per-trial {cpus:g}", cpu_somewhere and not gpu_somewhere)) if not alone]
+    flags = [
+        flag
+        for flag, alone in (
+            (f"--gpus-per-trial {gpus:g}", gpu_somewhere and not cpu_somewhere),
+            (f"--cpus-per-trial {cpus:g}", cpu_somewhere and not gpu_somewhere),
+        )
+        if not alone
+    ]
     counted = Counter(describe(n) for n in nodes)
     live = ", ".join(f"{count} x {shape}" for shape, count in counted.items()) or "none"
     scaled = ", ".join(f"{name} ({describe(t)})" for name, t in types.items() if t is not None)
-    raise ConfigError(f"{' '.join(flags)}: no node of this Ray cluster can ever run a trial ({describe(request)}); "
-                      f"nodes: {live}; autoscaler node types: {scaled or 'none'}")
+    raise ConfigError(
+        f"{' '.join(flags)}: no node of this Ray cluster can ever run a trial ({describe(request)}); "
+        f"nodes: {live}; autoscaler node types: {scaled or 'none'}"
+    )

@@ -19,51 +19,80 @@ from spaces.study_file import listing
 from trainables.cli import ArgumentParser, fail, run_main, setup_logging
 from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks import DataError
+from trainables.tasks.base import PROTOCOLS
 
 logger = logging.getLogger("search.run")
 EX_TEMPFAIL = 75  # sysexits.h: a temporary failure, try again later (the tracking server stayed down)
 
 
 def parser() -> ArgumentParser:
-    p = ArgumentParser(prog="python -m search.run", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(
+        prog="python -m search.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("study", nargs="?", help=f"a built-in study ({', '.join(builtin_studies())}) or a .toml study file")
     p.add_argument("--list", action="store_true", help="print the built-in studies and exit")
-    p.add_argument("--preset", help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "
-                   "default: full where the cluster has GPUs, else smoke")
+    p.add_argument(
+        "--preset",
+        help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "
+        "default: full where the cluster has GPUs, else smoke",
+    )
     p.add_argument("--trials", type=int, help="trials to train (default: the preset's)")
     p.add_argument("--seeds", type=int, help="seeds per trial, the same for every config (default: the preset's)")
-    p.add_argument("--max-concurrent", type=int, default=2, help="trials running at once")
-    p.add_argument("--gpus-per-trial", type=float, default=0.0, help="GPUs per trial; fractions share a GPU")
-    p.add_argument("--cpus-per-trial", type=float, default=1.0)
+    p.add_argument("--max-concurrent", type=int, default=SearchConfig.max_concurrent, help="trials running at once")
+    p.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        default=SearchConfig.gpus_per_trial,
+        help="GPUs per trial; fractions share a GPU",
+    )
+    p.add_argument("--cpus-per-trial", type=float, default=SearchConfig.cpus_per_trial)
     p.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")
     p.add_argument("--mode", choices=("max", "min"))
-    p.add_argument("--search", default="tpe", choices=SEARCHES, help="tpe (default), random, or the thesis grid")
+    p.add_argument(
+        "--search", default=SearchConfig.search, choices=SEARCHES, help="tpe (default), random, or the thesis grid"
+    )
     p.add_argument("--model", help="encoder: AutoModel name or local path (default: the preset's)")
     p.add_argument("--epochs", type=int, help="epochs per trial (ASHA's max_t)")
     p.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped")
     p.add_argument("--reduction-factor", type=int, help="ASHA reduction factor")
     p.add_argument("--auxiliary", help="comma-separated auxiliary candidates (default: the study's)")
-    for name, what in (("exponent", "power exponent a"), ("anneal", "annealing constant c"),
-                       ("lr", "learning rate (log scale)"), ("warmup", "warm-up fraction")):
+    for name, what in (
+        ("exponent", "power exponent a"),
+        ("anneal", "annealing constant c"),
+        ("lr", "learning rate (log scale)"),
+        ("warmup", "warm-up fraction"),
+    ):
         p.add_argument(f"--{name}-range", type=parse_range, metavar="LOW,HIGH", help=f"search range of the {what}")
-    p.add_argument("--tracking-uri", default="sqlite:///mlflow.db", help="MLflow tracking URI")
-    p.add_argument("--tracking-grace", type=float, default=SearchConfig.tracking_grace, metavar="SECONDS",
-                   help="how long the tracking server may be unreachable (training goes on, records wait on disk) "
-                        "before the study stops, resumable with --resume (default: %(default)g)")
-    p.add_argument("--storage", default="ray_results", help="Tune storage: shared path or s3://, gs:// URI")
-    p.add_argument("--optuna-storage", default="sqlite:///optuna.db", help="Optuna RDB storage URL")
+    p.add_argument("--tracking-uri", default=SearchConfig.tracking_uri, help="MLflow tracking URI")
+    p.add_argument(
+        "--tracking-grace",
+        type=float,
+        default=SearchConfig.tracking_grace,
+        metavar="SECONDS",
+        help="how long the tracking server may be unreachable (training goes on, records wait on disk) "
+        "before the study stops, resumable with --resume (default: %(default)g)",
+    )
+    p.add_argument("--storage", default=SearchConfig.storage, help="Tune storage: shared path or s3://, gs:// URI")
+    p.add_argument("--optuna-storage", default=SearchConfig.optuna_storage, help="Optuna RDB storage URL")
     p.add_argument("--name", help="experiment name (default: STUDY-PRESET-TIMESTAMP; --resume: the latest)")
     p.add_argument("--resume", action="store_true", help="restore an interrupted study")
     p.add_argument("--address", help="Ray cluster address (auto on a cluster; default: a local Ray)")
-    p.add_argument("--max-failures", type=int, default=2, help="retries of a failed trial from its checkpoint")
+    p.add_argument(
+        "--max-failures",
+        type=int,
+        default=SearchConfig.max_failures,
+        help="retries of a failed trial from its checkpoint",
+    )
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
-    p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
+    p.add_argument("--protocol", default=SearchConfig.protocol, choices=PROTOCOLS)
     p.add_argument("--precision", choices=PRECISIONS, help="auto, fp32, bf16 or fp16 (default: the preset's, auto)")
-    p.add_argument("--search-seed", type=int, default=0, help="seed of the Optuna sampler")
+    p.add_argument("--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the Optuna sampler")
     p.add_argument("--no-report", action="store_true", help="skip the result table at the end")
-    p.add_argument("--no-finalize", action="store_true",
-                   help="skip the final test comparison of winner and baseline (python -m search.finalize runs it later)")
+    p.add_argument(
+        "--no-finalize",
+        action="store_true",
+        help="skip the final test comparison of winner and baseline (python -m search.finalize runs it later)",
+    )
     p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
     p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
     return p
@@ -72,8 +101,11 @@ def parser() -> ArgumentParser:
 def quick_tracking_client() -> None:
     """MLflow's REST client retries an unreachable server for minutes per call; the study's
     spool retries on its own (search.spool), so each call gives up in seconds instead."""
-    for key, value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"), ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
-                       ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")):
+    for key, value in (
+        ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
+        ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),
+        ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30"),
+    ):
         os.environ.setdefault(key, value)
 
 
@@ -88,16 +120,40 @@ def parse_range(text: str) -> tuple[float, float]:
 def config_from_args(args: argparse.Namespace) -> SearchConfig:
     auxiliary = None if args.auxiliary is None else tuple(t.strip() for t in args.auxiliary.split(",") if t.strip())
     return SearchConfig(
-        study=get_study(args.study).name, preset=args.preset, trials=args.trials, seeds=args.seeds,
-        max_concurrent=args.max_concurrent, gpus_per_trial=args.gpus_per_trial, cpus_per_trial=args.cpus_per_trial,
-        metric=args.metric, mode=args.mode, tracking_uri=args.tracking_uri, storage=args.storage,
-        optuna_storage=args.optuna_storage, resume=args.resume, name=args.name, address=args.address,
-        search=args.search, model=args.model, epochs=args.epochs, grace_period=args.grace_period,
-        reduction_factor=args.reduction_factor, max_failures=args.max_failures, auxiliary=auxiliary,
-        data_dir=args.data_dir, protocol=args.protocol, search_seed=args.search_seed, report=not args.no_report,
-        finalize=not args.no_finalize, final_seeds=args.final_seeds,
-        exponent_range=args.exponent_range, anneal_range=args.anneal_range, lr_range=args.lr_range,
-        warmup_range=args.warmup_range, precision=args.precision, tracking_grace=args.tracking_grace,
+        study=get_study(args.study).name,
+        preset=args.preset,
+        trials=args.trials,
+        seeds=args.seeds,
+        max_concurrent=args.max_concurrent,
+        gpus_per_trial=args.gpus_per_trial,
+        cpus_per_trial=args.cpus_per_trial,
+        metric=args.metric,
+        mode=args.mode,
+        tracking_uri=args.tracking_uri,
+        storage=args.storage,
+        optuna_storage=args.optuna_storage,
+        resume=args.resume,
+        name=args.name,
+        address=args.address,
+        search=args.search,
+        model=args.model,
+        epochs=args.epochs,
+        grace_period=args.grace_period,
+        reduction_factor=args.reduction_factor,
+        max_failures=args.max_failures,
+        auxiliary=auxiliary,
+        data_dir=args.data_dir,
+        protocol=args.protocol,
+        search_seed=args.search_seed,
+        report=not args.no_report,
+        finalize=not args.no_finalize,
+        final_seeds=args.final_seeds,
+        exponent_range=args.exponent_range,
+        anneal_range=args.anneal_range,
+        lr_range=args.lr_range,
+        warmup_range=args.warmup_range,
+        precision=args.precision,
+        tracking_grace=args.tracking_grace,
     )
 
 
@@ -125,12 +181,21 @@ def main() -> int:
     final = None
     if cfg.finalize:
         from search.finalize import FinalizeConfig, finalize
+
         seeds = cfg.final_seeds or get_study(cfg.study).preset(outcome["preset"]).final_seeds
         try:
-            final = finalize(FinalizeConfig(
-                cfg.study, outcome["name"], seeds, outcome["tracking_uri"], cpus_per_trial=cfg.cpus_per_trial,
-                gpus_per_trial=cfg.gpus_per_trial, max_concurrent=cfg.max_concurrent, address=cfg.address,
-            ))
+            final = finalize(
+                FinalizeConfig(
+                    cfg.study,
+                    outcome["name"],
+                    seeds,
+                    outcome["tracking_uri"],
+                    cpus_per_trial=cfg.cpus_per_trial,
+                    gpus_per_trial=cfg.gpus_per_trial,
+                    max_concurrent=cfg.max_concurrent,
+                    address=cfg.address,
+                )
+            )
         except ConfigError as exc:  # e.g. ASHA stopped every multitask trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
     if cfg.report:

@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from search.config import SearchConfig
+from search.config import Invocation, SearchConfig
+from search.ray_connect import connect, connect_address, probe_address
 from search.spool import Spool
+from search.storage import absolute_sqlite, check_storage, storage_path
 from spaces import Preset, Study, baseline_choices, thesis_grid
 from spaces.canonical import baseline_moves
 from trainables.cli import mask_credentials
-from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
+from trainables.config import ConfigError, TrainConfig
 from trainables.loop import TaskData, prepare_data
 from trainables.majority import majority_scores
 from trainables.model import load_tokenizer
@@ -27,21 +29,6 @@ if TYPE_CHECKING:  # search.ending imports Ray (through the tracker): only a stu
     from search.ending import StudyEnd
 
 logger = logging.getLogger(__name__)
-
-
-def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
-    """Everything a trial's TrainConfig shares: preset scale plus command-line overrides."""
-    return TrainConfig(
-        tasks=(study.primary,), primary=study.primary,
-        sampling=SamplingConfig(),
-        encoder=EncoderConfig(model=cfg.model or preset.model, max_seq_length=preset.max_seq_length),
-        epochs=cfg.epochs or preset.epochs, batch_size=preset.batch_size, seed=0,
-        lr=preset.lr or TrainConfig.lr,
-        max_train_examples=preset.max_train_examples, max_eval_examples=preset.max_eval_examples,
-        max_auxiliary_eval_examples=preset.max_auxiliary_eval_examples,
-        protocol=cfg.protocol, data_dir=str(Path(cfg.data_root()).resolve()),
-        precision=cfg.precision or preset.precision,
-    )
 
 
 @dataclass(frozen=True)
@@ -60,8 +47,8 @@ class Prepared:
 def prepare(cfg: SearchConfig) -> Prepared:
     """Validate the whole study before any trial: tasks, data, metric. Tokenizes every task's
     data once, for all trials, and returns it with its :func:`data_signature`."""
-    study, preset = cfg.resolved_study(), cfg.resolved_study().preset(cfg.preset)
-    base = base_config(cfg, study, preset)
+    study, preset = cfg.resolved_study(), cfg.resolved_preset()
+    base = cfg.base_config()
     everything = base.with_(tasks=(study.primary,) + tuple(study.candidates))
     objective = cfg.objective()
     for spec in everything.tasks:  # unknown names fail here, before any data is read
@@ -98,8 +85,12 @@ def resolve_preset(cfg: SearchConfig) -> SearchConfig:
         connect_address(cfg.address)
         gpus = float(ray.cluster_resources().get("GPU", 0))
     preset = "full" if gpus else "smoke"
-    logger.info("no --preset: %s", f"{gpus:g} GPU(s) in the cluster, so the full (thesis-scale) preset" if gpus
-                else "no GPU in the cluster, so the smoke preset (CPU minutes; --preset full for thesis scale)")
+    logger.info(
+        "no --preset: %s",
+        f"{gpus:g} GPU(s) in the cluster, so the full (thesis-scale) preset"
+        if gpus
+        else "no GPU in the cluster, so the smoke preset (CPU minutes; --preset full for thesis scale)",
+    )
     return replace(cfg, preset=preset)
 
 
@@ -119,24 +110,22 @@ def send_backlog(spool: Spool, cfg: SearchConfig, name: str) -> None:
             raise tracking_unavailable(spool, cfg, name, "not resumed")
 
 
-def tracking_unavailable(spool: Spool, cfg: SearchConfig, name: str, what: str = "stopped with its state saved"
-                         ) -> Exception:
+def tracking_unavailable(
+    spool: Spool, cfg: SearchConfig, name: str, what: str = "stopped with its state saved"
+) -> Exception:
     from search.ending import TrackingUnavailable
 
     return TrackingUnavailable(
         f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable for over {cfg.tracking_grace:g} s "
         f"({spool.last_error}): study {name} {what}, {spool.pending()} records wait in {spool.path}; once the "
-        f"server answers, continue with: python -m search.run {cfg.study} --resume --name {name}")
+        f"server answers, continue with: {resume_command(cfg, name)}"
+    )
 
 
 def client(tracking_uri: str):
     from search.tracking import client as mlflow_client
 
     return mlflow_client(tracking_uri)
-
-
-def storage_path(storage: str) -> str:
-    return storage if "://" in storage else str(Path(storage).resolve())
 
 
 def latest_experiment(storage: str, study: str, preset: str | None) -> str:
@@ -150,120 +139,35 @@ def latest_experiment(storage: str, study: str, preset: str | None) -> str:
     return os.path.basename(found[-1])
 
 
-def probe_address(address: str) -> None:
-    """A quick TCP probe: ``ray.init`` waits minutes on an address nobody answers."""
-    import socket
-
-    hostport = address.split("://", 1)[-1]
-    host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise ConnectionError(f"Ray cluster address {address!r}: expected auto, HOST:PORT or ray://HOST:PORT")
-    try:
-        socket.create_connection((host, int(port)), timeout=5).close()
-    except OSError as exc:
-        raise ConnectionError(f"Ray cluster at --address {address} is unreachable: {exc}") from None
-
-
-def connect_address(address: str | None) -> None:
-    """Start a private local Ray (``address=None``), or join the cluster at ``address``.
-
-    ``ray.init()`` without an address would join whatever cluster Ray's current-cluster file
-    names (another user's ``ray start``, a test's cluster) and die with it; ``"local"`` never does.
-    """
-    import ray
-
-    from search.console import worker_setup
-    from search.local_ray import loopback_only
-
-    if ray.is_initialized():
-        return
-    if address not in (None, "auto", "local"):
-        probe_address(address)
-    if address in (None, "local"):
-        loopback_only()
-    try:
-        ray.init(address=address or "local", ignore_reinit_error=True, log_to_driver=True,
-                 include_dashboard=False if address in (None, "local") else None, runtime_env=worker_setup())
-    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
-        raise ConnectionError(f"Ray cluster at --address {address}: {str(exc).splitlines()[0]}") from None
-
-
-def connect(cfg: SearchConfig) -> None:
-    import ray
-
-    from search.resources import check_request
-
-    connect_address(cfg.address)
-    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
-    nodes = [n for n in ray.nodes() if n.get("Alive")]
-    # an autoscaling cluster may show only its head now: any cluster address counts as multi-node
-    if (len(nodes) > 1 or cfg.address not in (None, "local")) and not is_remote_storage(cfg.storage):
-        logger.warning(
-            "Ray cluster (%d node(s) now; an autoscaler may add more) with a plain local --storage %s: fine only "
-            "if every node mounts that filesystem; otherwise use s3:// or gs:// so checkpoints survive a node",
-            len(nodes), cfg.storage,
-        )
-
-
-def is_remote_storage(storage: str) -> bool:
-    return "://" in storage and not storage.startswith("file://")
-
-
-def absolute_sqlite(uri: str) -> str:
-    """``sqlite:///mlflow.db`` -> an absolute path, so a driver started elsewhere (Ray Client,
-    a job's working copy) writes to the same database the user will open."""
-    prefix = "sqlite:///"
-    if uri.startswith(prefix) and not uri.startswith(prefix + "/"):
-        return prefix + str(Path(uri[len(prefix):]).resolve())
-    return uri
-
-
-def check_storage(cfg: SearchConfig) -> None:
-    """``--storage`` and a SQLite ``--optuna-storage`` must be writable, before Ray starts (a typo
-    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy)."""
-    if "://" not in cfg.storage or cfg.storage.startswith("file://"):
-        path = Path(cfg.storage.removeprefix("file://")).resolve()
-        existing = next(p for p in (path, *path.parents) if p.exists())
-        if not writable(existing):
-            raise ConfigError(f"--storage {cfg.storage}: {existing} is not a writable directory")
-    if cfg.optuna_storage.startswith("sqlite:///"):
-        folder = Path(cfg.optuna_storage[len("sqlite:///"):]).resolve().parent
-        if not writable(folder):
-            raise ConfigError(f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: folder {folder} is missing or "
-                              "not writable")
-
-
-def writable(folder: Path) -> bool:
-    """Whether a file can be created in ``folder`` (by trying: root passes permission checks on /proc)."""
-    import tempfile
-
-    try:
-        with tempfile.TemporaryFile(dir=folder):
-            return True
-    except OSError:
-        return False
-
-
 def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
     """A new study must not reuse an experiment's name: Tune, Optuna and MLflow would mix them."""
     import optuna
 
     taken = "://" not in storage and Path(storage, name).exists()
-    sqlite_file = cfg.optuna_storage[len("sqlite:///"):] if cfg.optuna_storage.startswith("sqlite:///") else None
+    sqlite_file = cfg.optuna_storage[len("sqlite:///") :] if cfg.optuna_storage.startswith("sqlite:///") else None
     if not taken and (sqlite_file is None or Path(sqlite_file).is_file()):  # asking would create a new file
         try:
             taken = name in optuna.get_all_study_names(cfg.optuna_storage)
         except Exception as exc:  # an unreachable Optuna storage is bad input too
-            raise ConnectionError(f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: "
-                                  f"{mask_credentials(str(exc).splitlines()[0][:200])}") from None
+            raise ConnectionError(
+                f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: "
+                f"{mask_credentials(str(exc).splitlines()[0][:200])}"
+            ) from None
     if taken:
         raise ConfigError(f"--name {name}: a study of that name exists; continue it with --resume, or pick a new name")
 
 
 def warn_ignored_on_resume(cfg: SearchConfig) -> None:
-    fixed = {"--trials": cfg.trials, "--search": cfg.search if cfg.search != "tpe" else None, "--epochs": cfg.epochs,
-             "--model": cfg.model, "--seeds": cfg.seeds, "--grace-period": cfg.grace_period,
-             "--reduction-factor": cfg.reduction_factor, "--auxiliary": cfg.auxiliary}
+    fixed = {
+        "--trials": cfg.trials,
+        "--search": cfg.search if cfg.search != "tpe" else None,
+        "--epochs": cfg.epochs,
+        "--model": cfg.model,
+        "--seeds": cfg.seeds,
+        "--grace-period": cfg.grace_period,
+        "--reduction-factor": cfg.reduction_factor,
+        "--auxiliary": cfg.auxiliary,
+    }
     given = [flag for flag, value in fixed.items() if value is not None]
     if given:
         logger.warning("--resume continues the study as it was started: ignoring %s", ", ".join(given))
@@ -294,149 +198,238 @@ def run(cfg: SearchConfig) -> dict[str, Any]:
         raise
 
 
+@dataclass
+class Launch:
+    """A study ready to fit: its Tuner, where Tune keeps it, and how it was started."""
+
+    name: str
+    path: str  # the Tune experiment folder
+    tuner: Any
+    spool: Spool
+    invocation: Invocation
+
+
 def run_study(cfg: SearchConfig, end: StudyEnd) -> dict[str, Any]:
+    from search.tracking import check_tracking_uri
+
+    cfg = replace(
+        cfg, tracking_uri=absolute_sqlite(cfg.tracking_uri), optuna_storage=absolute_sqlite(cfg.optuna_storage)
+    )
+    check_tracking_uri(cfg.tracking_uri)
+    check_storage(cfg)
+    cfg = resolve_preset(cfg)
+    launch = restored_tuner(cfg, end) if cfg.resume else new_tuner(cfg, end)
+    end.watch_signals()
+    launch.tuner.fit()
+    return summarise(cfg, launch, end)
+
+
+def ready(cfg: SearchConfig) -> Prepared:
+    """Data, tasks and metric checked (before Ray starts), then Ray connected."""
+    if cfg.address not in (None, "auto", "local"):
+        probe_address(cfg.address)  # a mistyped address fails in seconds, not after tokenizing
+    prep = prepare(cfg)
+    connect(cfg)
+    if prep.preset.note:
+        logger.info("%s", prep.preset.note)
+    if prep.majority:
+        logger.info(
+            "majority rate (constant predictor) on this dev set: %s",
+            ", ".join(f"{k}={v:.4f}" for k, v in prep.majority.items() if v == v),
+        )
+    return prep
+
+
+def trainable_of(cfg: SearchConfig, prep: Prepared):
     from ray import tune
-    import optuna
+
+    from trainables.tune import multitask_trainable
+
+    return tune.with_resources(
+        # one copy in the object store for all trials
+        tune.with_parameters(multitask_trainable, data=prep.data, signature=prep.signature, metric=prep.objective),
+        {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
+    )
+
+
+def resume_command(cfg: SearchConfig, name: str) -> str:
+    return f"python -m search.run {cfg.study} --resume --name {name}"
+
+
+def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
+    """``--resume``: the backlog of MLflow records first, then Tune's saved experiment (its
+    searcher, scheduler and callbacks included) with the original invocation's data."""
+    from ray import tune
 
     from search import disk
-    from search.outcome import FAILED, outcome
+    from search.mlflow_spool import spool_path, study_spool
+    from search.tracking import find_parent
+
+    warn_ignored_on_resume(cfg)
+    storage = storage_path(cfg.storage)
+    name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
+    _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
+    started = Invocation.from_params(parent_run.data.params)
+    spool = study_spool(spool_path(f"{storage}/{name}"), cfg.tracking_uri, parent_run.info.run_id, cfg.tracking_grace)
+    send_backlog(spool, cfg, name)
+    cfg = cfg.continuing(started)
+    prep = ready(cfg)
+    path = storage.rstrip("/") + "/" + name
+    if not tune.Tuner.can_restore(path):
+        raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
+    logger.info("restoring %s", path)
+    disk.guard(
+        storage,
+        name,
+        prep.base,
+        len(started.seeds),
+        started.trials,
+        cfg.max_concurrent,
+        resume_command(cfg, name),
+        resuming=True,
+    )  # the check only: the guard is restored with the experiment
+    tuner = tune.Tuner.restore(path, trainable=trainable_of(cfg, prep), resume_unfinished=True, resume_errored=False)
+    end.reopened(spool, name, path, cfg.optuna_storage)
+    return Launch(name, path, tuner, spool, started)
+
+
+def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
+    """A new study: its Optuna searcher (the baseline or the thesis grid first), ASHA, the
+    parent MLflow run with the invocation, and the callbacks that log, print and guard the disk."""
+    import optuna
+    from ray import tune
+
+    from search import disk
+    from search.mlflow_spool import spool_path, study_spool
     from search.progress import TrialLines
     from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
-    from search.mlflow_spool import spool_path, study_spool
-    from search.tracking import MLflowTracker, check_tracking_uri, client, start_parent_run
-    from trainables.tune import multitask_trainable
+    from search.tracking import MLflowTracker, start_parent_run
 
-    cfg = replace(cfg, tracking_uri=absolute_sqlite(cfg.tracking_uri), optuna_storage=absolute_sqlite(cfg.optuna_storage))
-    check_tracking_uri(cfg.tracking_uri)
-    check_storage(cfg)
     storage = storage_path(cfg.storage)
-    cfg = resolve_preset(cfg)
-    if cfg.resume:
-        warn_ignored_on_resume(cfg)
-        name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
-        from search.tracking import find_parent
-
-        _, parent_run = find_parent(client(cfg.tracking_uri), cfg.study, name)
-        spool = study_spool(spool_path(f"{storage}/{name}"), cfg.tracking_uri, parent_run.info.run_id, cfg.tracking_grace)
-        send_backlog(spool, cfg, name)
-        # the data the restored trials need is the original invocation's, whatever the flags say now
-        started = parent_run.data.params
-        cfg = replace(cfg, preset=started["preset"], model=started["model"], epochs=int(started["epochs"]),
-                      protocol=started["protocol"],
-                      auxiliary=tuple(filter(None, started["candidates"].split(","))) or None)
-    else:
-        name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
-        check_new_name(cfg, name, storage)
-    if cfg.address not in (None, "auto", "local"):
-        probe_address(cfg.address)  # a mistyped address fails in seconds, not after tokenizing
-    prep = prepare(cfg)  # tasks, their data and the metric: checked before Ray starts
-    connect(cfg)
-    study, preset, base, objective, data, signature = (prep.study, prep.preset, prep.base, prep.objective, prep.data,
-                                                      prep.signature)
-    if preset.note:
-        logger.info("%s", preset.note)
-    if prep.majority:
-        logger.info("majority rate (constant predictor) on this dev set: %s", ", ".join(
-            f"{k}={v:.4f}" for k, v in prep.majority.items() if v == v))
-    mode = cfg.mode or study.mode
-    seeds = list(preset.seeds) if cfg.seeds is None else list(range(1, cfg.seeds + 1))
-    trainable = tune.with_resources(
-        # one copy in the object store for all trials
-        tune.with_parameters(multitask_trainable, data=data, signature=signature, metric=objective),
-        {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
+    name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_new_name(cfg, name, storage)
+    prep = ready(cfg)
+    study, preset, base, objective = prep.study, prep.preset, prep.base, prep.objective
+    points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
+    for key, (preset_value, moved) in baseline_moves(study, base).items():
+        logger.warning(
+            "the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
+            "(the report says so too)",
+            key,
+            moved,
+            preset_value,
+            key,
+        )
+    trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+    path = f"{storage}/{name}"
+    invocation = cfg.invocation(path, trials)
+    seeds = list(invocation.seeds)
+    guard = disk.guard(storage, name, base, len(seeds), trials, cfg.max_concurrent, resume_command(cfg, name))
+    sampler = (
+        optuna.samplers.RandomSampler(seed=cfg.search_seed)
+        if cfg.search == "random"
+        else optuna.samplers.TPESampler(seed=cfg.search_seed)
     )
-    resume_command = f"python -m search.run {cfg.study} --resume --name {name}"
-    if cfg.resume:
-        path = storage.rstrip("/") + "/" + name
-        if not tune.Tuner.can_restore(path):
-            raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
-        logger.info("restoring %s", path)
-        parent = parent_run.info.run_id
-        trials = int(parent_run.data.params["trials"])
-        disk.guard(storage, name, base, len(parent_run.data.params["seeds"].split(",")), trials, cfg.max_concurrent,
-                   resume_command, resuming=True)  # the check only: the guard is restored with the experiment
-        tuner = tune.Tuner.restore(path, trainable=trainable, resume_unfinished=True, resume_errored=False)
-    else:
-        points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
-        for key, (preset_value, moved) in baseline_moves(study, base).items():
-            logger.warning("the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
-                           "(the report says so too)", key, moved, preset_value, key)
-        trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
-        guard = disk.guard(storage, name, base, len(seeds), trials, cfg.max_concurrent, resume_command)
-        sampler = (
-            optuna.samplers.RandomSampler(seed=cfg.search_seed) if cfg.search == "random"
-            else optuna.samplers.TPESampler(seed=cfg.search_seed)
-        )
-        searcher = CanonicalOptunaSearch(
-            study, base, base.epochs, metric=objective, mode=mode, points_to_evaluate=points,
-            sampler=sampler, study_name=name, storage=optuna.storages.RDBStorage(cfg.optuna_storage),
-        )
-        scheduler = BaselineKeepingASHA(
-            time_attr="training_iteration", max_t=base.epochs,
-            grace_period=cfg.grace_period or preset.grace_period,
-            reduction_factor=cfg.reduction_factor or preset.reduction_factor,
-        )
-        parent = start_parent_run(cfg.tracking_uri, cfg.study, name, {
-            "study": cfg.study, "preset": cfg.preset, "search": cfg.search, "trials": trials, "seeds": seeds,
-            "objective": objective, "mode": mode, "model": base.encoder.model, "epochs": base.epochs,
-            "candidates": ",".join(study.candidates), "gpus_per_trial": cfg.gpus_per_trial,
-            "cpus_per_trial": cfg.cpus_per_trial, "max_concurrent": cfg.max_concurrent,
-            "optuna_storage": mask_credentials(cfg.optuna_storage), "tune_path": mask_credentials(f"{storage}/{name}"),
-            "protocol": base.protocol,
-        })
-        spool = study_spool(spool_path(f"{storage}/{name}"), cfg.tracking_uri, parent, cfg.tracking_grace)
-        end.opened(spool, name, f"{storage}/{name}", cfg.optuna_storage)
-        log_majority(spool, prep.majority)
-        tuner = tune.Tuner(
-            trainable,
-            param_space={"seeds": seeds},
-            tune_config=tune.TuneConfig(
-                metric=objective, mode=mode, search_alg=searcher, scheduler=scheduler,
-                num_samples=trials, max_concurrent_trials=cfg.max_concurrent,
-                trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
+    searcher = CanonicalOptunaSearch(
+        study,
+        base,
+        base.epochs,
+        metric=objective,
+        mode=invocation.mode,
+        points_to_evaluate=points,
+        sampler=sampler,
+        study_name=name,
+        storage=optuna.storages.RDBStorage(cfg.optuna_storage),
+    )
+    scheduler = BaselineKeepingASHA(
+        time_attr="training_iteration",
+        max_t=base.epochs,
+        grace_period=cfg.grace_period or preset.grace_period,
+        reduction_factor=cfg.reduction_factor or preset.reduction_factor,
+    )
+    parent = start_parent_run(cfg.tracking_uri, cfg.study, name, invocation.to_params())
+    spool = study_spool(spool_path(path), cfg.tracking_uri, parent, cfg.tracking_grace)
+    end.opened(spool, name, path, cfg.optuna_storage)
+    log_majority(spool, prep.majority)
+    tuner = tune.Tuner(
+        trainable_of(cfg, prep),
+        param_space={"seeds": seeds},
+        tune_config=tune.TuneConfig(
+            metric=objective,
+            mode=invocation.mode,
+            search_alg=searcher,
+            scheduler=scheduler,
+            num_samples=trials,
+            max_concurrent_trials=cfg.max_concurrent,
+            trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
+        ),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=storage,
+            failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            callbacks=[
+                MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds, objective=objective, spool=str(spool.path)),
+                TrialLines(objective, base.epochs),
+                guard,
+            ],
+            progress_reporter=tune.CLIReporter(
+                metric_columns={objective: "objective", "epoch": "epoch"},
+                parameter_columns={"label": "trial"},
+                max_report_frequency=30,
+                max_column_length=32,
             ),
-            run_config=tune.RunConfig(
-                name=name, storage_path=storage,
-                failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-                callbacks=[MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds, objective=objective,
-                                         spool=str(spool.path)), TrialLines(objective, base.epochs),
-                           guard],
-                progress_reporter=tune.CLIReporter(
-                    metric_columns={objective: "objective", "epoch": "epoch"},
-                    parameter_columns={"label": "trial"}, max_report_frequency=30, max_column_length=32,
-                ),
-                verbose=1,
-            ),
-        )
-    if cfg.resume:
-        end.reopened(spool, name, path, cfg.optuna_storage)
-    end.watch_signals()
-    tuner.fit()
+            verbose=1,
+        ),
+    )
+    return Launch(name, path, tuner, spool, invocation)
+
+
+def summarise(cfg: SearchConfig, launch: Launch, end: StudyEnd) -> dict[str, Any]:
+    """How the fit ended, read from the state Tune saved: finished, interrupted (resumable),
+    stopped for a full disk or an unreachable tracking server (resumable, raised)."""
+    from ray import tune
+
+    from search import disk
+    from search.outcome import FAILED, outcome
+
+    storage, name, spool = storage_path(cfg.storage), launch.name, launch.spool
     if disk.stop_reason(storage, name):  # stopped for a full disk, as Ctrl-C stops a study: resumable
         end.stopped(disk.stop_reason(storage, name))
         raise disk.StorageFull(disk.stop_reason(storage, name))
     # the state Tune saved, as --resume will read it: after a graceful stop (Ctrl-C, SIGTERM) the
     # in-memory trials read TERMINATED, while the saved ones still read PENDING or RUNNING
-    saved = tune.ExperimentAnalysis(storage.rstrip("/") + "/" + name).trials
+    saved = tune.ExperimentAnalysis(launch.path).trials
     statuses = [t.status for t in saved]
     # trials never created count as unfinished (an interrupt stops the searcher too),
     # unless the searcher ran out of new configs
-    never_created = 0 if space_exhausted(cfg.optuna_storage, name) else max(0, trials - len(statuses))
+    exhausted = space_exhausted(cfg.optuna_storage, name)
+    never_created = 0 if exhausted else max(0, launch.invocation.trials - len(statuses))
     unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + never_created
-    errors = sum(outcome(t, base.epochs) == FAILED for t in saved)  # diverged trials too
+    errors = sum(outcome(t, launch.invocation.epochs) == FAILED for t in saved)  # diverged trials too
     if spool.gave_up:
         end.stopped(f"tracking server unreachable for {cfg.tracking_grace:g} s", wait_s=0)
         raise tracking_unavailable(spool, cfg, name)
     if unfinished:
         end.stopped(f"interrupted ({end.signal_name or 'Ctrl-C'})")
-        logger.warning("study %s interrupted with %d unfinished trials; continue it with: "
-                       "python -m search.run %s --resume --name %s", name, unfinished, cfg.study, name)
+        logger.warning(
+            "study %s interrupted with %d unfinished trials; continue it with: %s",
+            name,
+            unfinished,
+            resume_command(cfg, name),
+        )
     else:
         logger.info("study %s finished: %d trials, %d failed", name, len(statuses), errors)
         end.finished()
         if not spool.drain(max(0.0, cfg.tracking_grace - spool.outage_s())):
             raise tracking_unavailable(spool, cfg, name, "finished")
-    return {"name": name, "path": f"{storage}/{name}", "trials": len(statuses), "failed": errors, "preset": cfg.preset,
-            "interrupted": bool(unfinished), "tracking_uri": cfg.tracking_uri}
+    return {
+        "name": name,
+        "path": launch.path,
+        "trials": len(statuses),
+        "failed": errors,
+        "preset": cfg.preset,
+        "interrupted": bool(unfinished),
+        "tracking_uri": cfg.tracking_uri,
+    }

@@ -18,6 +18,9 @@ def is_baseline(config: dict[str, Any]) -> bool:
 
 
 class BaselineKeepingASHA(ASHAScheduler):
+    """Reads ASHA's private ``_time_attr``, ``_max_t`` and ``_num_stopped`` (no public getters in
+    Ray 2.60); a stop it overrides is taken back out of ASHA's count of stopped trials."""
+
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
         action = super().on_trial_result(tune_controller, trial, result)
         last_epoch = result.get(self._time_attr, 0) >= self._max_t

@@ -19,6 +19,7 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
+from search.outcome import COMPLETED, FAILED, PRUNED, outcome_of
 from spaces import Study, apply_choices, baseline_choices, canonical, canonical_key, define_space, run_name
 from spaces.canonical import flatten
 from trainables.config import TrainConfig
@@ -42,6 +43,12 @@ def flat_config(config: TrainConfig) -> dict[str, Any]:
 
 
 class CanonicalOptunaSearch(OptunaSearch):
+    """Uses ``OptunaSearch``'s private ``_ot_study``, ``_ot_trials`` (Tune trial id -> Optuna trial)
+    and ``_completed_trials``: no public API maps Tune's trials to Optuna's (checked against Ray
+    2.60). This class's own state (``first_trial``, ``outcome``, ``waiting``, ...) survives
+    ``Tuner.restore`` with no code here because ``OptunaSearch.save`` pickles the whole ``__dict__``
+    and ``restore`` updates it (tests/search/test_searcher.py checks that)."""
+
     def __init__(self, study: Study, base: TrainConfig, max_epochs: int, **kwargs: Any) -> None:
         self.study, self.base, self.max_epochs = study, base, max_epochs
         self.first_trial: dict[str, str] = {}  # canonical key -> trial that trains it
@@ -69,8 +76,12 @@ class CanonicalOptunaSearch(OptunaSearch):
                 ot_trial.set_user_attr("run_name", name)
                 ot_trial.set_user_attr("canonical_key", key)
                 return {
-                    "train": flat_config(config), "key": key, "label": name, "number": ot_trial.number,
-                    "choices": flatten(choices), "baseline": key == self.baseline_key,
+                    "train": flat_config(config),
+                    "key": key,
+                    "label": name,
+                    "number": ot_trial.number,
+                    "choices": flatten(choices),
+                    "baseline": key == self.baseline_key,
                 }
             # a repeat: park its Optuna trial under another id and answer it from the first
             duplicate = f"{trial_id}~dup{attempt}"
@@ -106,8 +117,9 @@ class CanonicalOptunaSearch(OptunaSearch):
         super().restore(checkpoint_path)
         # the opposite gap: trials told to Optuna after the save, which Tune will run again;
         # their Optuna trials are finished and refuse any further report
+        stored_trials = {t.number: t for t in self._ot_study.get_trials(deepcopy=False)}
         for trial_id, ot_trial in self._ot_trials.items():
-            stored = self._ot_study._storage.get_trial(ot_trial._trial_id)
+            stored = stored_trials[ot_trial.number]
             if stored.state.is_finished() and trial_id not in self._completed_trials:
                 self._completed_trials.add(trial_id)
                 self.outcome[trial_id] = (stored.state, stored.value)
@@ -132,13 +144,9 @@ class CanonicalOptunaSearch(OptunaSearch):
             return
         ot_trial = self._ot_trials[trial_id]
         ot_trial.set_user_attr("canonical_key", self.key_of.get(trial_id, ""))
-        finished = bool(result) and int(result.get("epoch", 0)) >= self.max_epochs
-        if error or result and result.get(DIVERGED):
-            state, value = TrialState.FAIL, None
-        elif not finished:
-            state, value = TrialState.PRUNED, None  # stopped early by the scheduler
-        else:
-            state, value = TrialState.COMPLETE, float(result[self.metric])  # type: ignore[index]
+        status = outcome_of(result, self.max_epochs, errored=error)
+        state = {COMPLETED: TrialState.COMPLETE, PRUNED: TrialState.PRUNED, FAILED: TrialState.FAIL}[status]
+        value = float(result[self.metric]) if status == COMPLETED else None  # type: ignore[index]
         self.outcome[trial_id] = (state, value)
         try:
             self._ot_study.tell(ot_trial, value, state=state)

@@ -126,22 +126,33 @@ class Spool:
                     with self._cond:
                         if self._down_since is None:
                             self._down_since = time.monotonic()
-                            logger.warning("%s unreachable (%s): records wait in %s, sent when it answers (given up "
-                                           "after %g s)", self.sink, exc, self.path, self.grace_s)
+                            logger.warning(
+                                "%s unreachable (%s): records wait in %s, sent when it answers (given up after %g s)",
+                                self.sink,
+                                exc,
+                                self.path,
+                                self.grace_s,
+                            )
                         self.last_error = str(exc)
                     if self._closed.wait(wait):
                         return
                     wait = min(2 * wait, self.retry_s[1])
                     continue
                 except Exception as exc:  # refused for good: keep it aside, do not block the rest
-                    logger.error("tracking record refused, kept in %s: %s", self._rejected, str(exc).splitlines()[0][:300])
+                    logger.error(
+                        "tracking record refused, kept in %s: %s", self._rejected, str(exc).splitlines()[0][:300]
+                    )
                     with open(self._rejected, "ab") as f:
                         f.write(line)
                 wait = self.retry_s[0]
                 with self._cond:
                     if self._down_since is not None:
-                        logger.info("%s answers again after %.0f s: sending the %d records that waited", self.sink,
-                                    time.monotonic() - self._down_since, self._pending)
+                        logger.info(
+                            "%s answers again after %.0f s: sending the %d records that waited",
+                            self.sink,
+                            time.monotonic() - self._down_since,
+                            self._pending,
+                        )
                     self._sent += len(line)
                     self._pending -= 1
                     self._down_since = None

@@ -9,14 +9,17 @@ a Student-t interval (the paired t-test). Pure functions on arrays.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 METHOD = "paired t, 95%"
 BETTER, SAME, WORSE, TOO_FEW = (
-    "better than the baseline", "no significant difference", "worse than the baseline", "too few seeds to tell",
+    "better than the baseline",
+    "no significant difference",
+    "worse than the baseline",
+    "too few seeds to tell",
 )
 
 

@@ -24,15 +24,18 @@ import math
 import os
 import re
 import signal
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 from ray.tune import Callback
 from ray.tune.result import SHOULD_CHECKPOINT
 
-from search.mlflow_view import share_trial_view, training_experiment, trial_view_url
+from search.config import Invocation
 from search.mlflow_spool import study_spool
+from search.mlflow_view import share_trial_view, training_experiment, trial_view_url
+from search.outcome import FAILED, outcome_of
 from search.spool import Spool
 from spaces.canonical import WEIGHTED
 from trainables.config import ConfigError, TrainConfig
@@ -70,7 +73,7 @@ def check_tracking_uri(tracking_uri: str) -> None:
         return
     if tracking_uri.startswith("sqlite:///"):
         # checking by opening would create the database before the study is known to be valid
-        folder = os.path.dirname(os.path.abspath(tracking_uri[len("sqlite:///"):])) or "."
+        folder = os.path.dirname(os.path.abspath(tracking_uri[len("sqlite:///") :])) or "."
         if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
             raise ConnectionError(f"MLflow tracking URI {tracking_uri}: folder {folder} is missing or not writable")
         return
@@ -109,7 +112,8 @@ def numeric(result: dict[str, Any], objective: str | None) -> dict[str, float]:
     """The metrics of one result: ours (slashed keys; Tune's bookkeeping and ``epoch``, the
     step, stay out) plus ``objective`` and ``objective_std`` named as such."""
     out = {
-        k: float(v) for k, v in result.items()
+        k: float(v)
+        for k, v in result.items()
         if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
     }
     if objective and objective in out:
@@ -144,14 +148,20 @@ class TrialParams:
     weights: str | None = None  # schemas that read the weights, with more than one task
 
     @classmethod
-    def of(cls, config: TrainConfig, seeds: Sequence[int]) -> "TrialParams":
+    def of(cls, config: TrainConfig, seeds: Sequence[int]) -> TrialParams:
         multitask = len(config.tasks) > 1
         schema = config.sampling.schema if multitask else "single"
         weighted = multitask and schema in WEIGHTED
         return cls(
-            schema=schema, aux="+".join(t for t in config.tasks if t != config.primary) or "none",
-            lr=readable(config.lr), warmup=readable(config.warmup), batch_size=config.batch_size, epochs=config.epochs,
-            model=config.encoder.model, tasks=",".join(config.tasks), seeds=",".join(map(str, seeds)),
+            schema=schema,
+            aux="+".join(t for t in config.tasks if t != config.primary) or "none",
+            lr=readable(config.lr),
+            warmup=readable(config.warmup),
+            batch_size=config.batch_size,
+            epochs=config.epochs,
+            model=config.encoder.model,
+            tasks=",".join(config.tasks),
+            seeds=",".join(map(str, seeds)),
             exponent=readable(config.sampling.exponent) if schema == "power" else None,
             anneal_c=readable(config.sampling.anneal_c) if schema == "anneal" else None,
             weights=",".join(f"{t}={w:g}" for t, w in zip(config.tasks, config.task_weights())) if weighted else None,
@@ -161,14 +171,15 @@ class TrialParams:
         return {k: str(v) for k, v in asdict(self).items() if v is not None}
 
     @classmethod
-    def from_params(cls, params: Mapping[str, str]) -> "TrialParams":
+    def from_params(cls, params: Mapping[str, str]) -> TrialParams:
         types = {"lr": float, "warmup": float, "batch_size": int, "epochs": int, "exponent": float, "anneal_c": float}
         values = {f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls) if f.name in params}
         try:
             return cls(**values)
         except TypeError:
-            raise ConfigError(f"MLflow params {sorted(params)}: not a trial's (expected {[f.name for f in fields(cls)]})") from None
-
+            raise ConfigError(
+                f"MLflow params {sorted(params)}: not a trial's (expected {[f.name for f in fields(cls)]})"
+            ) from None
 
 
 class MLflowTracker(Callback):
@@ -178,8 +189,16 @@ class MLflowTracker(Callback):
     ``on_step_begin`` stops the study as Ctrl-C does: Tune saves its state and
     ``--resume`` continues it (the runner says so in one line)."""
 
-    def __init__(self, tracking_uri: str, parent_run_id: str, max_epochs: int, seeds: list[int], *, spool: str,
-                 objective: str | None = None) -> None:
+    def __init__(
+        self,
+        tracking_uri: str,
+        parent_run_id: str,
+        max_epochs: int,
+        seeds: list[int],
+        *,
+        spool: str,
+        objective: str | None = None,
+    ) -> None:
         self.tracking_uri, self.parent_run_id = tracking_uri, parent_run_id
         self.max_epochs, self.seeds, self.objective = max_epochs, seeds, objective
         self.spool_file = str(spool)
@@ -204,8 +223,12 @@ class MLflowTracker(Callback):
         self.started.add(trial.trial_id)
         cfg = {**trial.config, **trial.config.get("trial", {})}
         tags = {
-            "mlflow.parentRunId": self.parent_run_id, "trial_id": trial.trial_id, "kind": cfg.get("kind", "trial"),
-            "canonical_key": cfg.get("key", ""), STATUS_TAG: "running", "epochs_trained": "0",
+            "mlflow.parentRunId": self.parent_run_id,
+            "trial_id": trial.trial_id,
+            "kind": cfg.get("kind", "trial"),
+            "canonical_key": cfg.get("key", ""),
+            STATUS_TAG: "running",
+            "epochs_trained": "0",
             "baseline": str(bool(cfg.get("baseline", False))).lower(),
         }
         if cfg.get("number") is not None:
@@ -213,9 +236,18 @@ class MLflowTracker(Callback):
         if cfg.get("final_for"):  # seeds search.finalize trained for that trial's config
             tags["final_for"] = cfg["final_for"]
         params = TrialParams.of(TrainConfig.from_dict(cfg["train"]), cfg.get("seeds", self.seeds)).to_params()
-        self.spool.put({"op": "start", "trial": trial.trial_id, "name": cfg.get("label", trial.trial_id),
-                        "tags": tags, "params": params, "artifacts": {CONFIG_ARTIFACT: cfg["train"]},
-                        "reopen_tags": {STATUS_TAG: "running"}, "clear_tags": [END_REASON, RESUME_TAG]})
+        self.spool.put(
+            {
+                "op": "start",
+                "trial": trial.trial_id,
+                "name": cfg.get("label", trial.trial_id),
+                "tags": tags,
+                "params": params,
+                "artifacts": {CONFIG_ARTIFACT: cfg["train"]},
+                "reopen_tags": {STATUS_TAG: "running"},
+                "clear_tags": [END_REASON, RESUME_TAG],
+            }
+        )
 
     def on_step_begin(self, iteration, trials, **info) -> None:
         if self.spool.expired() and not self._stopping:
@@ -233,9 +265,19 @@ class MLflowTracker(Callback):
         self._start(trial)
         step = int(result.get("epoch", result.get("training_iteration", 0)))
         stamp = int(result.get("timestamp", 0) * 1000)
-        tags = {tag: str(result[tag]) for tag in (
-            "node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested", "restored_from_epoch",
-        ) if tag in result}
+        tags = {
+            tag: str(result[tag])
+            for tag in (
+                "node_id",
+                "node_ip",
+                "hostname",
+                "device",
+                "cpu_fallback",
+                "gpus_requested",
+                "restored_from_epoch",
+            )
+            if tag in result
+        }
         if not result.get(DIVERGED):
             tags["epochs_trained"] = str(step)
         metrics = [[k, v, stamp, step] for k, v in numeric(result, self.objective).items()]
@@ -263,19 +305,18 @@ class MLflowTracker(Callback):
         self._flush(trial)
         result = trial.last_result or {}
         epochs = int(result.get("epoch", 0))
-        tags = {}
-        if result.get(DIVERGED):  # the trainable's own verdict; Tune saw a normal end
-            status, epochs, state = "failed", max(0, epochs - 1), "FAILED"  # the diverging epoch did not finish
+        status = outcome_of(result, self.max_epochs)
+        tags, state = {STATUS_TAG: status}, "FINISHED"
+        if status == FAILED:  # diverged: the trainable's own verdict, Tune saw a normal end
+            epochs, state = max(0, epochs - 1), "FAILED"  # the diverging epoch did not finish
             tags["failure_reason"] = str(result.get(FAILURE_REASON, "diverged"))[:5000]
-        else:
-            status, state = ("completed" if epochs >= self.max_epochs else "pruned"), "FINISHED"
-        tags.update({STATUS_TAG: status, "epochs_trained": str(epochs)})
+        tags["epochs_trained"] = str(epochs)
         self.spool.put({"op": "end", "trial": trial.trial_id, "state": state, "tags": tags})
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self._start(trial)
         self._flush(trial)
-        tags = {STATUS_TAG: "failed", "failure_reason": error_reason(trial)[:5000]}
+        tags = {STATUS_TAG: FAILED, "failure_reason": error_reason(trial)[:5000]}
         self.spool.put({"op": "end", "trial": trial.trial_id, "state": "FAILED", "tags": tags})
 
 
@@ -300,10 +341,13 @@ def find_parent(client, study: str, run_name: str | None):
     """The study's experiment and its invocation's parent run (the latest when unnamed)."""
     experiment = client.get_experiment_by_name(study)
     if experiment is None:
-        raise ConfigError(f"no MLflow experiment {study!r} at this tracking URI: run python -m search.run {study} first")
+        raise ConfigError(
+            f"no MLflow experiment {study!r} at this tracking URI: run python -m search.run {study} first"
+        )
     query = "tags.kind = 'study'" + (f" and tags.tune_experiment = '{run_name}'" if run_name else "")
-    runs = client.search_runs([experiment.experiment_id], filter_string=query, order_by=["attributes.start_time DESC"],
-                              max_results=1)
+    runs = client.search_runs(
+        [experiment.experiment_id], filter_string=query, order_by=["attributes.start_time DESC"], max_results=1
+    )
     if not runs:
         raise ConfigError(f"no study run {run_name or ''} in MLflow experiment {study!r}")
     return experiment, runs[0]
@@ -316,10 +360,12 @@ def trial_table(client, experiment_id: str, parent, kind: str = "trial") -> pd.D
     """One row per trial run of ``parent``: its config, status, and the last epoch's objective and
     ``{task}/{dev,test}/{metric}`` scores (mean, ``"... std"``, per-seed ``.../seed<S>``).
     ``kind``: ``trial`` (the search's) or ``final`` (the seeds ``search.finalize`` trained)."""
-    objective = parent.data.params["objective"]
+    objective = Invocation.from_params(parent.data.params).objective
     objective_name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
     children = client.search_runs(
-        [experiment_id], max_results=5000, order_by=["attributes.start_time ASC"],
+        [experiment_id],
+        max_results=5000,
+        order_by=["attributes.start_time ASC"],
         filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}' and tags.kind = '{kind}'",
     )
     return pd.DataFrame([trial_row(run, objective_name) for run in children])
@@ -329,15 +375,27 @@ def trial_row(run, objective_name: str) -> dict[str, Any]:
     t, m = run.data.tags, run.data.metrics
     p = TrialParams.from_params(run.data.params)
     row: dict[str, Any] = {
-        "trial": int(t.get("trial", -1)), "label": run.info.run_name, "run_id": run.info.run_id,
-        "status": t.get(STATUS_TAG, "running"), "canonical_key": t.get("canonical_key", ""),
-        "baseline": t.get("baseline") == "true", "auxiliary": p.aux, "schema": p.schema,
+        "trial": int(t.get("trial", -1)),
+        "label": run.info.run_name,
+        "run_id": run.info.run_id,
+        "status": t.get(STATUS_TAG, "running"),
+        "canonical_key": t.get("canonical_key", ""),
+        "baseline": t.get("baseline") == "true",
+        "auxiliary": p.aux,
+        "schema": p.schema,
         "exponent": math.nan if p.exponent is None else p.exponent,
         "anneal_c": math.nan if p.anneal_c is None else p.anneal_c,
-        "lr": p.lr, "warmup": p.warmup, "batch_size": p.batch_size, "epochs": int(t.get("epochs_trained", 0)),
-        "seeds": p.seeds, "node": t.get("hostname", ""), "device": t.get("device", ""),
-        "objective": m.get("objective", math.nan), "objective_std": m.get("objective_std", math.nan),
-        "start_time": run.info.start_time, "final_for": t.get("final_for", ""),
+        "lr": p.lr,
+        "warmup": p.warmup,
+        "batch_size": p.batch_size,
+        "epochs": int(t.get("epochs_trained", 0)),
+        "seeds": p.seeds,
+        "node": t.get("hostname", ""),
+        "device": t.get("device", ""),
+        "objective": m.get("objective", math.nan),
+        "objective_std": m.get("objective_std", math.nan),
+        "start_time": run.info.start_time,
+        "final_for": t.get("final_for", ""),
     }
     for key, value in sorted(m.items()):
         name = key[: -len("/mean")]

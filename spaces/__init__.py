@@ -1,13 +1,34 @@
 """Optuna search spaces and study definitions."""
 
 from spaces.canonical import (
-    apply_choices, baseline_choices, canonical, canonical_key, describe, run_name, schema_label, thesis_grid,
+    apply_choices,
+    baseline_choices,
+    canonical,
+    canonical_key,
+    describe,
+    run_name,
+    schema_label,
+    thesis_grid,
 )
 from spaces.space import define_space
 from spaces.studies import Preset, Range, Study
 from spaces.study_file import StudyFileError, builtin_studies, get_study, load_study
 
 __all__ = [
-    "Preset", "Range", "Study", "StudyFileError", "apply_choices", "baseline_choices", "builtin_studies", "canonical",
-    "canonical_key", "define_space", "describe", "get_study", "load_study", "run_name", "schema_label", "thesis_grid",
+    "Preset",
+    "Range",
+    "Study",
+    "StudyFileError",
+    "apply_choices",
+    "baseline_choices",
+    "builtin_studies",
+    "canonical",
+    "canonical_key",
+    "define_space",
+    "describe",
+    "get_study",
+    "load_study",
+    "run_name",
+    "schema_label",
+    "thesis_grid",
 ]

@@ -15,12 +15,13 @@ import hashlib
 import itertools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
-from trainables.config import TIERS, SamplingConfig, TrainConfig
 from spaces.studies import THESIS_SCHEMAS, Study
+from trainables.config import TIERS, SamplingConfig, TrainConfig
 
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
 EXPONENTS = {schema: a for a, schema in NAMED_EXPONENTS.items()}
@@ -50,12 +51,18 @@ def apply_choices(base: TrainConfig, choices: Mapping[str, Any], study: Study) -
     sampling = SamplingConfig(
         schema=c.get("schema", "prop"),
         exponent=c.get("exponent") if c.get("schema") == "power" else None,
-        anneal_c=float(c.get("anneal_c", base.sampling.anneal_c)) if c.get("schema") == "anneal" else base.sampling.anneal_c,
+        anneal_c=float(c.get("anneal_c", base.sampling.anneal_c))
+        if c.get("schema") == "anneal"
+        else base.sampling.anneal_c,
         weights=tuple((t, weights[t]) for t in tasks if t in weights),
     )
     return replace(
-        base, tasks=tasks, primary=study.primary, sampling=sampling,
-        lr=float(c.get("lr", base.lr)), warmup=float(c.get("warmup", base.warmup)),
+        base,
+        tasks=tasks,
+        primary=study.primary,
+        sampling=sampling,
+        lr=float(c.get("lr", base.lr)),
+        warmup=float(c.get("warmup", base.warmup)),
         batch_size=int(c.get("batch_size", base.batch_size)),
     )
 
@@ -183,9 +190,7 @@ def thesis_grid(study: Study, base: TrainConfig) -> list[dict[str, Any]]:
     """
     points, seen = [], set()
     defaults = _defaults(study, base)
-    subsets = [
-        combo for r in range(len(study.candidates) + 1) for combo in itertools.combinations(study.candidates, r)
-    ]
+    subsets = [combo for r in range(len(study.candidates) + 1) for combo in itertools.combinations(study.candidates, r)]
     for subset in subsets:
         for schema in THESIS_SCHEMAS:
             point = {**{f"aux/{t}": t in subset for t in study.candidates}, "schema": schema, **defaults}

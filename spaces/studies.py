@@ -7,9 +7,9 @@ as such files too. These dataclasses are what a file becomes, validated on const
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 from trainables.config import DEFAULT_MODEL, PRECISIONS, ConfigError
 
@@ -63,12 +63,18 @@ class Preset:
     precision: str = "auto"  # trainables.config.PRECISIONS; a property of the hardware, never searched
 
     def __post_init__(self) -> None:
-        at_least = {"epochs": (self.epochs, 1), "max_seq_length": (self.max_seq_length, 8), "trials": (self.trials, 1),
-                    "batch_size": (self.batch_size, 1), "grace_period": (self.grace_period, 1),
-                    "reduction_factor": (self.reduction_factor, 2), "final_seeds": (self.final_seeds, 2),
-                    "max_train_examples": (self.max_train_examples, 1),
-                    "max_eval_examples": (self.max_eval_examples, 1),
-                    "max_auxiliary_eval_examples": (self.max_auxiliary_eval_examples, 1)}
+        at_least = {
+            "epochs": (self.epochs, 1),
+            "max_seq_length": (self.max_seq_length, 8),
+            "trials": (self.trials, 1),
+            "batch_size": (self.batch_size, 1),
+            "grace_period": (self.grace_period, 1),
+            "reduction_factor": (self.reduction_factor, 2),
+            "final_seeds": (self.final_seeds, 2),
+            "max_train_examples": (self.max_train_examples, 1),
+            "max_eval_examples": (self.max_eval_examples, 1),
+            "max_auxiliary_eval_examples": (self.max_auxiliary_eval_examples, 1),
+        }
         for key, (value, floor) in at_least.items():
             if value is not None and value < floor:
                 raise ConfigError(f"{key} {value}: expected >= {floor}")
@@ -86,10 +92,20 @@ class Preset:
 DEFAULT_PRESETS: Mapping[str, Preset] = {
     # 2 CPU cores, minutes: every piece of the machinery, nothing more
     "smoke": Preset(
-        epochs=3, max_train_examples=500, max_eval_examples=250, max_seq_length=64, trials=6, seeds=(1, 2),
-        batch_size=16, reduction_factor=3, lr=1e-4, final_seeds=3,
-        note=("smoke preset: MiniLM, at most 500 training rows per task, 3 epochs, 2 seeds: it proves the machinery, "
-              "nothing more; differences between configs at this scale are seed noise"),
+        epochs=3,
+        max_train_examples=500,
+        max_eval_examples=250,
+        max_seq_length=64,
+        trials=6,
+        seeds=(1, 2),
+        batch_size=16,
+        reduction_factor=3,
+        lr=1e-4,
+        final_seeds=3,
+        note=(
+            "smoke preset: MiniLM, at most 500 training rows per task, 3 epochs, 2 seeds: it proves the machinery, "
+            "nothing more; differences between configs at this scale are seed noise"
+        ),
     ),
     "full": Preset(),
 }
@@ -145,8 +161,9 @@ class Study:
             self.weight.check("weight", 1e-3, 1e3)
         for name, preset in self.presets.items():
             if preset.primary is not None and preset.primary.partition(":")[0] != self.primary_name:
-                raise ConfigError(f"presets.{name}.primary {preset.primary!r}: expected a construction "
-                                  f"of {self.primary_name!r}")
+                raise ConfigError(
+                    f"presets.{name}.primary {preset.primary!r}: expected a construction of {self.primary_name!r}"
+                )
 
     @property
     def primary_name(self) -> str:

@@ -17,9 +17,10 @@ import dataclasses
 import re
 import tomllib
 import warnings
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -32,8 +33,23 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # an MLflow experiment and a f
 SEARCH = "search"  # ``weights = "search"``
 DEFAULT_WEIGHT = Range(0.125, 8.0, log=True)  # searched weight of an auxiliary, relative to the primary's
 LOG_RANGES = ("lr", "weight")  # searched on a log scale
-KEYS = ("name", "primary", "candidates", "metric", "mode", "schemas", "exponent", "anneal_c", "lr", "warmup",
-        "batch_sizes", "weights", "weight", "presets", "published")
+KEYS = (
+    "name",
+    "primary",
+    "candidates",
+    "metric",
+    "mode",
+    "schemas",
+    "exponent",
+    "anneal_c",
+    "lr",
+    "warmup",
+    "batch_sizes",
+    "weights",
+    "weight",
+    "presets",
+    "published",
+)
 
 
 class StudyFileError(ConfigError):
@@ -58,8 +74,13 @@ def read_range(path: Path, key: str, value: Any) -> Range:
     log = key in LOG_RANGES
     if is_number(value):
         return Range(float(value), float(value), log)
-    expect(isinstance(value, list) and len(value) == 2 and all(map(is_number, value)), path, key, value,
-           "[LOW, HIGH] (searched) or a number (fixed)")
+    expect(
+        isinstance(value, list) and len(value) == 2 and all(map(is_number, value)),
+        path,
+        key,
+        value,
+        "[LOW, HIGH] (searched) or a number (fixed)",
+    )
     return Range(float(value[0]), float(value[1]), log)
 
 
@@ -73,8 +94,13 @@ def read_batch_sizes(path: Path, key: str, value: Any) -> tuple[int, ...] | None
         return None
     if isinstance(value, int) and not isinstance(value, bool):
         value = [value]
-    expect(isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value),
-           path, key, value, "a list of batch sizes (searched), a batch size (fixed) or false (the preset's)")
+    expect(
+        isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value),
+        path,
+        key,
+        value,
+        "a list of batch sizes (searched), a batch size (fixed) or false (the preset's)",
+    )
     return tuple(value)
 
 
@@ -96,8 +122,9 @@ def task_spec(path: Path, key: str, spec: Any) -> str:
     if option and Path(option).suffix:  # names a file (constructions such as NLI_M have no suffix)
         file = (path.parent / option).resolve()
         if not file.is_file():
-            raise StudyFileError(path, key, f"task file {file} does not exist (a relative path is read from the "
-                                            "study file's folder)")
+            raise StudyFileError(
+                path, key, f"task file {file} does not exist (a relative path is read from the study file's folder)"
+            )
         return f"{base}{sep}{file}"
     return spec
 
@@ -121,15 +148,24 @@ def metric_names(task: Task) -> set[str]:
 
 def read_weights(path: Path, value: Any, primary: str, candidates: tuple[str, ...]) -> dict[str, float]:
     """``{"sst2": "tertiary", "pos": 1.5}`` -> weights by candidate spec (as ``candidates`` spells them)."""
-    expect(isinstance(value, dict), path, "weights", value,
-           f'a table of tiers or numbers per auxiliary task, or "{SEARCH}"')
+    expect(
+        isinstance(value, dict),
+        path,
+        "weights",
+        value,
+        f'a table of tiers or numbers per auxiliary task, or "{SEARCH}"',
+    )
     out = {}
     for name, w in value.items():
         key = f"weights.{name}"
         spec = task_spec(path, key, name)
         if spec == primary:
-            raise StudyFileError(path, key, f"the primary weighs its tier ({TIERS['primary']:g}); expected "
-                                            "weights of auxiliary candidates only, relative to it")
+            raise StudyFileError(
+                path,
+                key,
+                f"the primary weighs its tier ({TIERS['primary']:g}); expected "
+                "weights of auxiliary candidates only, relative to it",
+            )
         if spec not in candidates:
             raise StudyFileError(path, key, f"{name!r} is no candidate; expected one of {', '.join(candidates)}")
         if isinstance(w, str) and w in TIERS:
@@ -146,15 +182,21 @@ def preset_reader(hint: str) -> tuple[Callable[[Any], bool], str, Callable[[Any]
         "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", int),
         "float": (is_number, "a number", float),
         "str": (lambda v: isinstance(v, str), "a string", str),
-        "tuple[int, ...]": (lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool)
-                                                                 for x in v), "a list of integers", tuple),
+        "tuple[int, ...]": (
+            lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
+            "a list of integers",
+            tuple,
+        ),
     }
     base, optional = hint.removesuffix(" | None"), hint.endswith(" | None")
     accepts, what, convert = readers[base]
     if not optional:
         return accepts, what, convert
-    return ((lambda v: v is False or accepts(v)), f"{what} or false (unset)",
-            (lambda v: None if v is False else convert(v)))
+    return (
+        (lambda v: v is False or accepts(v)),
+        f"{what} or false (unset)",
+        (lambda v: None if v is False else convert(v)),
+    )
 
 
 def read_preset(path: Path, name: str, value: Any, primary_key: Callable[[str, Any], str]) -> Preset:
@@ -200,9 +242,13 @@ def load_study(path: str | Path) -> Study:
     values.update(read_dimensions(path, raw, values["primary"], values["candidates"]))
     presets = raw.get("presets", {})
     expect(isinstance(presets, dict), path, "presets", presets, "tables [presets.NAME] of preset fields")
-    values["presets"] = {**DEFAULT_PRESETS, **{
-        name: read_preset(path, name, table, lambda key, spec: task_spec(path, key, spec))
-        for name, table in presets.items()}}
+    values["presets"] = {
+        **DEFAULT_PRESETS,
+        **{
+            name: read_preset(path, name, table, lambda key, spec: task_spec(path, key, spec))
+            for name, table in presets.items()
+        },
+    }
     if "published" in raw:
         values["published"] = read_published(path, raw["published"], metrics)
     try:
@@ -231,25 +277,36 @@ def read_toml(path: Path) -> dict[str, Any]:
 def read_tasks(path: Path, raw: Mapping[str, Any]) -> tuple[dict[str, Any], Task]:
     """Name, primary and candidates: tasks known, their files there, each task once."""
     name = read_string(path, "name", raw["name"])
-    expect(NAME.fullmatch(name) is not None, path, "name", name,
-           "letters, digits, '_', '.' or '-' (it names the MLflow experiment and the result folders)")
+    expect(
+        NAME.fullmatch(name) is not None,
+        path,
+        "name",
+        name,
+        "letters, digits, '_', '.' or '-' (it names the MLflow experiment and the result folders)",
+    )
     values: dict[str, Any] = {"name": name, "primary": task_spec(path, "primary", raw["primary"])}
     specs = read_strings(path, "candidates", raw["candidates"])
     values["candidates"] = tuple(task_spec(path, "candidates", spec) for spec in specs)
     if not specs:  # every schema samples between tasks: with the primary alone, each is plain fine-tuning
         schemas = raw.get("schemas", Study.__dataclass_fields__["schemas"].default)
         schemas = schemas if isinstance(schemas, (list, tuple)) else [schemas]
-        raise StudyFileError(path, "candidates", f"empty, but the schemas ({', '.join(map(str, schemas))}) sample "
-                                                 "between several tasks; expected at least one auxiliary task")
+        raise StudyFileError(
+            path,
+            "candidates",
+            f"empty, but the schemas ({', '.join(map(str, schemas))}) sample "
+            "between several tasks; expected at least one auxiliary task",
+        )
     primary = task(path, "primary", values["primary"])
     seen = {primary.name: values["primary"]}
     for spec in values["candidates"]:
         name = task(path, "candidates", spec).name
         if name in seen:
-            what = ("is the primary task" if spec == values["primary"]
-                    else f"is the same task ({name}) as {seen[name]!r}")
-            raise StudyFileError(path, "candidates", f"{spec!r} {what}; expected other tasks (a task's metrics "
-                                                     "would share keys)")
+            what = (
+                "is the primary task" if spec == values["primary"] else f"is the same task ({name}) as {seen[name]!r}"
+            )
+            raise StudyFileError(
+                path, "candidates", f"{spec!r} {what}; expected other tasks (a task's metrics would share keys)"
+            )
         seen[name] = spec
     return values, primary
 
@@ -257,8 +314,9 @@ def read_tasks(path: Path, raw: Mapping[str, Any]) -> tuple[dict[str, Any], Task
 def read_objective(path: Path, raw: Mapping[str, Any], metrics: set[str], task_name: str) -> dict[str, Any]:
     metric = read_string(path, "metric", raw["metric"])
     if metric not in metrics:
-        raise StudyFileError(path, "metric", f"{metric!r} is no metric of {task_name}; expected one of "
-                                             f"{', '.join(sorted(metrics))}")
+        raise StudyFileError(
+            path, "metric", f"{metric!r} is no metric of {task_name}; expected one of {', '.join(sorted(metrics))}"
+        )
     return {"metric": metric, **({"mode": read_string(path, "mode", raw["mode"])} if "mode" in raw else {})}
 
 
@@ -317,19 +375,25 @@ def get_study(spec: str) -> Study:
             raise StudyFileError(spec, "name", f"{study.name!r} is a built-in study; expected another name")
         _loaded[study.name] = study
         return study
-    raise ConfigError(f"unknown study {spec!r}: expected a built-in study ({', '.join(sorted(builtin))}) "
-                      "or a .toml study file")
+    raise ConfigError(
+        f"unknown study {spec!r}: expected a built-in study ({', '.join(sorted(builtin))}) or a .toml study file"
+    )
 
 
 def listing(studies: Mapping[str, Study]) -> str:
     """What ``python -m search.run --list`` prints: each study's tasks, objective and presets."""
     lines = []
     for study in studies.values():
-        lines += [study.name,
-                  f"  primary     {study.primary}",
-                  f"  candidates  {', '.join(study.candidates)}",
-                  f"  metric      {study.metric} ({study.mode})",
-                  "  presets     " + "; ".join(
-                      f"{name}: {p.model}, {p.epochs} epochs, {p.trials} trials, {len(p.seeds)} seeds"
-                      + (f", primary {p.primary}" if p.primary else "") for name, p in study.presets.items())]
+        lines += [
+            study.name,
+            f"  primary     {study.primary}",
+            f"  candidates  {', '.join(study.candidates)}",
+            f"  metric      {study.metric} ({study.mode})",
+            "  presets     "
+            + "; ".join(
+                f"{name}: {p.model}, {p.epochs} epochs, {p.trials} trials, {len(p.seeds)} seeds"
+                + (f", primary {p.primary}" if p.primary else "")
+                for name, p in study.presets.items()
+            ),
+        ]
     return "\n".join(lines)

@@ -19,9 +19,14 @@ os.environ.setdefault("RAY_AUTH_MODE", "disabled")  # tests only: local Ray with
 
 def pytest_terminal_summary(terminalreporter) -> None:
     """The closing figure lines of the fault-injection tests (``record_property("figure", ...)``)."""
-    lines = [f"{report.nodeid}: {value}" for outcome in ("passed", "failed") for report in
-             terminalreporter.stats.get(outcome, []) if report.when == "call"
-             for name, value in report.user_properties if name == "figure"]
+    lines = [
+        f"{report.nodeid}: {value}"
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if report.when == "call"
+        for name, value in report.user_properties
+        if name == "figure"
+    ]
     if lines:
         terminalreporter.section("fault injection figures")
         for line in lines:
@@ -63,8 +68,16 @@ def tiny_winner(tiny_bert, tmp_path_factory):
     from trainables.loop import Trainer
 
     config = TrainConfig(
-        tasks=("semeval", "pos"), primary="semeval", encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64),
-        epochs=1, batch_size=8, lr=1e-3, max_train_examples=50, max_eval_examples=50, evaluate_test=False, seed=1,
+        tasks=("semeval", "pos"),
+        primary="semeval",
+        encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64),
+        epochs=1,
+        batch_size=8,
+        lr=1e-3,
+        max_train_examples=50,
+        max_eval_examples=50,
+        evaluate_test=False,
+        seed=1,
     )
     trainer = Trainer(config)
     trainer.run_epoch()
@@ -91,9 +104,26 @@ class MlflowServer:
     def start(self, wait: bool = True) -> "MlflowServer":
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1",
-             "--backend-store-uri", self.backend, *self.extra],
-            cwd=self.folder, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "mlflow",
+                "server",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                "1",
+                "--backend-store-uri",
+                self.backend,
+                *self.extra,
+            ],
+            cwd=self.folder,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         if wait:
             self.wait_up()
@@ -152,12 +182,22 @@ def readme_study_file() -> str:
 def example_study(folder: Path, text: str | None = None) -> Path:
     """The README's example study (or ``text``) in ``folder``, beside tiny CSV files for its two tasks."""
     folder.mkdir(parents=True, exist_ok=True)
-    tasks = {"reviews": (["negative", "positive"], ["awful food", "loved it", "never again", "great service"]),
-             "topics": (["food", "service"], ["the soup", "the waiter", "our pasta", "the staff was kind"])}
+    tasks = {
+        "reviews": (["negative", "positive"], ["awful food", "loved it", "never again", "great service"]),
+        "topics": (["food", "service"], ["the soup", "the waiter", "our pasta", "the staff was kind"]),
+    }
     for name, (labels, texts) in tasks.items():
-        (folder / f"{name}.json").write_text(json.dumps(
-            {"name": name, "labels": labels, "train": f"{name}_train.csv", "dev": f"{name}_dev.csv",
-             "test": f"{name}_test.csv"}))
+        (folder / f"{name}.json").write_text(
+            json.dumps(
+                {
+                    "name": name,
+                    "labels": labels,
+                    "train": f"{name}_train.csv",
+                    "dev": f"{name}_dev.csv",
+                    "test": f"{name}_test.csv",
+                }
+            )
+        )
         for split, n in (("train", 24), ("dev", 8), ("test", 8)):
             rows = [f"{split}{i},{texts[i % 4]} {i},{labels[i % 4 in (1, 3)]}" for i in range(n)]
             (folder / f"{name}_{split}.csv").write_text("id,text_a,label\n" + "\n".join(rows) + "\n")

@@ -173,15 +173,22 @@ BROKEN = {
     "max_workers as a string": (_set(("max_workers",), "10"), "'10' is not of type 'integer'"),
     "unknown top-level key": (_set(("max_worker",), 10), "Additional properties are not allowed"),
     "node type without resources": (
-        _drop(("available_node_types", "gpu-1x", "resources")), "'resources' is a required property"),
+        _drop(("available_node_types", "gpu-1x", "resources")),
+        "'resources' is a required property",
+    ),
     "node type without node_config": (
-        _drop(("available_node_types", "gpu-4x", "node_config")), "'node_config' is a required property"),
+        _drop(("available_node_types", "gpu-4x", "node_config")),
+        "'node_config' is a required property",
+    ),
     "fractional GPU resource": (
-        _set(("available_node_types", "gpu-1x", "resources", "GPU"), 0.5), "0.5 is not of type 'integer'"),
-    "head type not declared": (
-        _set(("head_node_type",), "ray.head.default"), "`head_node_type` must be one of"),
+        _set(("available_node_types", "gpu-1x", "resources", "GPU"), 0.5),
+        "0.5 is not of type 'integer'",
+    ),
+    "head type not declared": (_set(("head_node_type",), "ray.head.default"), "`head_node_type` must be one of"),
     "min_workers above max_workers": (
-        _set(("available_node_types", "gpu-1x", "min_workers"), 11), "The specified global `max_workers`"),
+        _set(("available_node_types", "gpu-1x", "min_workers"), 11),
+        "The specified global `max_workers`",
+    ),
 }
 
 

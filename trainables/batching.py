@@ -7,10 +7,11 @@ import logging
 import os
 import pickle
 import tempfile
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -65,7 +66,11 @@ def default_cache_dir() -> Path:
 
 
 def encode(
-    examples: Sequence[Example], kind: str, tokenizer, max_len: int, cache_dir: Path | None = None,
+    examples: Sequence[Example],
+    kind: str,
+    tokenizer,
+    max_len: int,
+    cache_dir: Path | None = None,
     sentence: str | None = None,
 ) -> Encoded:
     """Tokenize ``examples`` (or load the identical earlier result from ``cache_dir``).
@@ -81,8 +86,10 @@ def encode(
         if path.is_file():
             with path.open("rb") as f:
                 return pickle.load(f)
-    encoded = _encode_tagging(examples, tokenizer, max_len) if kind == "tagging" else _encode_pairs(
-        examples, tokenizer, max_len, sentence
+    encoded = (
+        _encode_tagging(examples, tokenizer, max_len)
+        if kind == "tagging"
+        else _encode_pairs(examples, tokenizer, max_len, sentence)
     )
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -105,7 +112,9 @@ def _encode_pairs(examples: Sequence[Example], tokenizer, max_len: int, sentence
     if 0 < pairs < len(b):  # never drop some rows' text_b silently: tasks give all pairs or none
         single = next(ex.id for ex in examples if ex.text_b is None)
         raise ValueError(f"{pairs} of {len(b)} rows have a text_b but row {single!r} has none; expected all or none")
-    ids, type_ids = _tokenize_pairs(a, b if pairs else None, tokenizer, max_len, TRUNCATION[sentence if pairs else None])
+    ids, type_ids = _tokenize_pairs(
+        a, b if pairs else None, tokenizer, max_len, TRUNCATION[sentence if pairs else None]
+    )
     offsets = np.zeros(len(ids) + 1, dtype=np.int64)
     np.cumsum([len(r) for r in ids], out=offsets[1:])
     types = _flatten(type_ids, np.int8) if type_ids is not None else None
@@ -137,15 +146,24 @@ def _tokenize_pairs(
             out, cut = tokenizer(*pair, truncation="longest_first", **kwargs), cut + 1
         ids.append(out["input_ids"])
         types.append(out.get("token_type_ids"))
-    logger.warning("%d of %d rows: max_seq_length %d is too short for the auxiliary text alone, so it was cut too",
-                   cut, len(a), max_len)
+    logger.warning(
+        "%d of %d rows: max_seq_length %d is too short for the auxiliary text alone, so it was cut too",
+        cut,
+        len(a),
+        max_len,
+    )
     return ids, (types if types[0] is not None else None)
 
 
 def _encode_tagging(examples: Sequence[Example], tokenizer, max_len: int) -> Encoded:
     words = [ex.text_a.split(" ") for ex in examples]
-    out = tokenizer(words, is_split_into_words=True, truncation=True, max_length=max_len,
-                    return_token_type_ids=segment_ids_wanted(tokenizer) or None)
+    out = tokenizer(
+        words,
+        is_split_into_words=True,
+        truncation=True,
+        max_length=max_len,
+        return_token_type_ids=segment_ids_wanted(tokenizer) or None,
+    )
     rows, label_rows = out["input_ids"], []
     for i, ex in enumerate(examples):
         tags, previous, row = ex.label, None, []
@@ -158,7 +176,10 @@ def _encode_tagging(examples: Sequence[Example], tokenizer, max_len: int) -> Enc
     np.cumsum([len(r) for r in rows], out=offsets[1:])
     type_ids = _flatten(out["token_type_ids"], np.int8) if "token_type_ids" in out else None
     return Encoded(
-        _flatten(rows, np.int32), type_ids, offsets, _flatten(label_rows, np.int64),
+        _flatten(rows, np.int32),
+        type_ids,
+        offsets,
+        _flatten(label_rows, np.int64),
         np.asarray([len(w) for w in words], dtype=np.int64),
     )
 
@@ -170,7 +191,7 @@ class Padding:
     left: bool  # XLNet pads on the left so its <cls> stays last
 
     @classmethod
-    def of(cls, tokenizer) -> "Padding":
+    def of(cls, tokenizer) -> Padding:
         return cls(
             int(tokenizer.pad_token_id or 0),
             int(getattr(tokenizer, "pad_token_type_id", 0) or 0),
@@ -179,7 +200,11 @@ class Padding:
 
 
 def collate(
-    data: Encoded, rows: np.ndarray, padding: Padding, kind: str, fixed_length: int | None = None,
+    data: Encoded,
+    rows: np.ndarray,
+    padding: Padding,
+    kind: str,
+    fixed_length: int | None = None,
     multiple: int = 1,
 ) -> dict[str, torch.Tensor]:
     """Tensors for ``rows``, padded to their longest row rounded up to ``multiple`` (or to ``fixed_length``)."""
@@ -221,14 +246,17 @@ class TaskBatches:
     def next(self) -> np.ndarray:
         if self.position >= self.n_rows:
             self.order, self.position = self.rng.permutation(self.n_rows), 0
-        rows = self.order[self.position:self.position + self.batch_size]
+        rows = self.order[self.position : self.position + self.batch_size]
         self.position += len(rows)
         return rows
 
     def state_dict(self) -> dict:
         # a tensor and plain Python types only, so checkpoints load with torch.load(weights_only=True)
-        return {"rng": self.rng.bit_generator.state, "order": torch.from_numpy(self.order.copy()),
-                "position": self.position}
+        return {
+            "rng": self.rng.bit_generator.state,
+            "order": torch.from_numpy(self.order.copy()),
+            "position": self.position,
+        }
 
     def load_state_dict(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]

@@ -10,9 +10,9 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, NoReturn
-
+from typing import IO, Any, NoReturn
 
 # "scheme://user:password@host": the password part
 CREDENTIALS = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]*):(?P<secret>[^@\s/]+)@")

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any
+
+from trainables.tasks.base import PROTOCOLS
 
 # Importance tiers from the thesis (Table 3.3): each tier weighs twice the next.
 TIERS = {"primary": 4.0, "secondary": 2.0, "tertiary": 1.0}
@@ -80,7 +83,7 @@ class TrainConfig:
     # objective, so a small study can score its primary on every dev row and the rest on a sample
     max_auxiliary_eval_examples: int | None = None
     eval_batch_size: int = 64
-    protocol: str = "holdout"  # "thesis": train on all of train, select on test
+    protocol: str = PROTOCOLS[0]  # "holdout"; "thesis": train on all of train, select on test
     data_dir: str = field(default_factory=lambda: os.environ.get("MTL_DATA_DIR", "data"))
     device: str = "auto"  # "auto": CUDA when available, else CPU
     evaluate_test: bool = True  # score test after the last epoch
@@ -103,8 +106,13 @@ class TrainConfig:
         for name, _ in self.sampling.weights:
             if name not in self.tasks:
                 raise ConfigError(f"weight given for {name!r}, which is not among tasks {','.join(self.tasks)}")
-        positive = {"epochs": self.epochs, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size,
-                    "grad_accum": self.grad_accum, "check_every": self.check_every}
+        positive = {
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "eval_batch_size": self.eval_batch_size,
+            "grad_accum": self.grad_accum,
+            "check_every": self.check_every,
+        }
         for key, value in positive.items():
             if value < 1:
                 raise ConfigError(f"{key} {value}: expected >= 1")
@@ -116,8 +124,8 @@ class TrainConfig:
             raise ConfigError(f"lr {self.lr}: expected a positive number")
         if not 0.0 <= self.warmup < 1.0:
             raise ConfigError(f"warmup {self.warmup}: expected a fraction in [0, 1)")
-        if self.protocol not in ("holdout", "thesis"):
-            raise ConfigError(f"protocol {self.protocol!r}: expected holdout or thesis")
+        if self.protocol not in PROTOCOLS:
+            raise ConfigError(f"protocol {self.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 
@@ -134,7 +142,7 @@ class TrainConfig:
         return tuple(float(given.get(t, default[t])) for t in self.tasks)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> "TrainConfig":
+    def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
         """Build from a flat dict (a Tune trial's config); nested keys use ``sampling.``/``encoder.``."""
         top, sampling, encoder = {}, {}, {}
         names = {f.name for f in fields(cls)}
@@ -165,7 +173,7 @@ class TrainConfig:
         out["sampling.weights"] = dict(self.sampling.weights)
         return out
 
-    def with_(self, **changes: Any) -> "TrainConfig":
+    def with_(self, **changes: Any) -> TrainConfig:
         return replace(self, **changes)
 
 
@@ -182,7 +190,5 @@ def parse_weights(text: str) -> tuple[tuple[str, float], ...]:
         try:
             out.append((name, float(value)))
         except ValueError:
-            raise ConfigError(
-                f"weight {item!r}: expected a number or one of {', '.join(TIERS)}"
-            ) from None
+            raise ConfigError(f"weight {item!r}: expected a number or one of {', '.join(TIERS)}") from None
     return tuple(out)

@@ -37,16 +37,66 @@ _QAB = ("Drdajie/QA-B", "a63a3ca5a837e6b13ad90bfd94afdddbd2124040")
 _SST = ("eyalbd2/Reproducing-AutoPrompt", "6288fb5bec9c572f2492875ae0111df5b6daed11")
 _NER = ("kamalkraj/BERT-NER", "e5be564156f194f1becb0d82aeaf6e762d9eb9ed")
 SOURCES = (
-    Source(*_SUN, "data/semeval2014/Restaurants_Train.xml", "semeval2014/raw/Restaurants_Train.xml", "a08b2529c06347af5e722c62df5f9d3befa192c9"),
-    Source(*_SUN, "data/semeval2014/Restaurants_Test_Gold.xml", "semeval2014/raw/Restaurants_Test_Gold.xml", "83442de5d4e2e436e39716c8b3afd6249c0aa2e2"),
-    Source(*_SUN, "data/sentihood/sentihood-train.json", "sentihood/raw/sentihood-train.json", "dec46f53d92df8b08367b3a10eb32465090f40b4"),
-    Source(*_SUN, "data/sentihood/sentihood-dev.json", "sentihood/raw/sentihood-dev.json", "c8fa58c444c5a0a7e1cd000b44ff0b8ab1595609"),
-    Source(*_SUN, "data/sentihood/sentihood-test.json", "sentihood/raw/sentihood-test.json", "66d5c180e1172130bac2376448daded4a3c3157a"),
-    Source(*_QAB, "data/sentihood/bert-pair/train_NLI_M.tsv", "sentihood/bert-pair/train_NLI_M.tsv", "3710038dabc73f57b7529f1a605c491bd6388cf6"),
-    Source(*_QAB, "data/sentihood/bert-pair/dev_NLI_M.tsv", "sentihood/bert-pair/dev_NLI_M.tsv", "ffd128fdc0e40b018dcf3af11d9868ad5d6c1c96"),
-    Source(*_QAB, "data/sentihood/bert-pair/test_NLI_M.tsv", "sentihood/bert-pair/test_NLI_M.tsv", "e354af97d7d29984d724470faceba6f588543324"),
-    Source(*_QAB, "data/sentihood/bert-pair/dev_QA_B.tsv", "sentihood/bert-pair/dev_QA_B.tsv", "ed5284ab41111e24adbb458dc21697eb5d586610"),
-    Source(*_QAB, "data/sentihood/bert-pair/test_QA_B.tsv", "sentihood/bert-pair/test_QA_B.tsv", "7cac2060c59be5f0eeb2ab09d1ae06d889269d76"),
+    Source(
+        *_SUN,
+        "data/semeval2014/Restaurants_Train.xml",
+        "semeval2014/raw/Restaurants_Train.xml",
+        "a08b2529c06347af5e722c62df5f9d3befa192c9",
+    ),
+    Source(
+        *_SUN,
+        "data/semeval2014/Restaurants_Test_Gold.xml",
+        "semeval2014/raw/Restaurants_Test_Gold.xml",
+        "83442de5d4e2e436e39716c8b3afd6249c0aa2e2",
+    ),
+    Source(
+        *_SUN,
+        "data/sentihood/sentihood-train.json",
+        "sentihood/raw/sentihood-train.json",
+        "dec46f53d92df8b08367b3a10eb32465090f40b4",
+    ),
+    Source(
+        *_SUN,
+        "data/sentihood/sentihood-dev.json",
+        "sentihood/raw/sentihood-dev.json",
+        "c8fa58c444c5a0a7e1cd000b44ff0b8ab1595609",
+    ),
+    Source(
+        *_SUN,
+        "data/sentihood/sentihood-test.json",
+        "sentihood/raw/sentihood-test.json",
+        "66d5c180e1172130bac2376448daded4a3c3157a",
+    ),
+    Source(
+        *_QAB,
+        "data/sentihood/bert-pair/train_NLI_M.tsv",
+        "sentihood/bert-pair/train_NLI_M.tsv",
+        "3710038dabc73f57b7529f1a605c491bd6388cf6",
+    ),
+    Source(
+        *_QAB,
+        "data/sentihood/bert-pair/dev_NLI_M.tsv",
+        "sentihood/bert-pair/dev_NLI_M.tsv",
+        "ffd128fdc0e40b018dcf3af11d9868ad5d6c1c96",
+    ),
+    Source(
+        *_QAB,
+        "data/sentihood/bert-pair/test_NLI_M.tsv",
+        "sentihood/bert-pair/test_NLI_M.tsv",
+        "e354af97d7d29984d724470faceba6f588543324",
+    ),
+    Source(
+        *_QAB,
+        "data/sentihood/bert-pair/dev_QA_B.tsv",
+        "sentihood/bert-pair/dev_QA_B.tsv",
+        "ed5284ab41111e24adbb458dc21697eb5d586610",
+    ),
+    Source(
+        *_QAB,
+        "data/sentihood/bert-pair/test_QA_B.tsv",
+        "sentihood/bert-pair/test_QA_B.tsv",
+        "7cac2060c59be5f0eeb2ab09d1ae06d889269d76",
+    ),
     Source(*_SST, "glue_data/SST-2/train_full.tsv", "sst2/train.tsv", "781e7d9833b405de7d1faff982d040c30be79fd5"),
     Source(*_SST, "glue_data/SST-2/dev.tsv", "sst2/dev.tsv", "b1285ff5696fd163af4737dfd5adf134525d2296"),
     Source(*_NER, "data/train.txt", "conll2003/train.txt", "171cfe484671d6fa04e99526cbafd45e83842f54"),
@@ -103,7 +153,9 @@ def download(data_dir: Path) -> int:
             with urllib.request.urlopen(url, timeout=60) as response:
                 body = response.read()
         except OSError as exc:  # URLError, HTTPError and timeouts are all OSErrors
-            raise OSError(f"cannot fetch {url}: {getattr(exc, 'reason', exc)} (offline? copy the files into {data_dir} by hand)") from None
+            raise OSError(
+                f"cannot fetch {url}: {getattr(exc, 'reason', exc)} (offline? copy the files into {data_dir} by hand)"
+            ) from None
         if git_blob_sha1(body) != source.blob:
             raise OSError(f"{url}: content differs from the expected git blob {source.blob}")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -123,7 +175,7 @@ def main() -> int:
     e.add_argument("--split", required=True, choices=SPLITS)
     e.add_argument("--out", required=True, type=Path)
     e.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
-    e.add_argument("--protocol", default="holdout", choices=PROTOCOLS)
+    e.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS)
     d = sub.add_parser("download", help="fetch the public copies into the data root")
     d.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     args = p.parse_args()

@@ -39,7 +39,9 @@ def read_predictions(path: Path, rows: int, classes: int) -> np.ndarray:
     except UnicodeDecodeError:
         raise not_utf8(path) from None
     if len(values) != rows:
-        raise DataError(f"{path}: {len(values)} prediction lines, expected {rows} (one per exported row, or per word for tagging)")
+        raise DataError(
+            f"{path}: {len(values)} prediction lines, expected {rows} (one per exported row, or per word for tagging)"
+        )
     probs = np.asarray(values, dtype=np.float64) if values else np.empty((0, classes))
     return np.column_stack([1 - probs[:, 0], probs[:, 0]]) if probs.shape[1] == 1 else probs
 
@@ -85,7 +87,7 @@ def main() -> int:
     p.add_argument("--split", required=True, choices=SPLITS)
     p.add_argument("--predictions", required=True, type=Path)
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
-    p.add_argument("--protocol", default="holdout", choices=PROTOCOLS)
+    p.add_argument("--protocol", default=PROTOCOLS[0], choices=PROTOCOLS)
     args = p.parse_args()
     task = get_task(args.task, resolve_data_dir(args.data_dir), args.protocol)
     scores = evaluate(task, args.split, args.predictions)

@@ -12,16 +12,27 @@ import contextlib
 import logging
 import pickle
 import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
 from trainables.batching import (
-    IGNORE, Encoded, Padding, TaskBatches, ahead, collate, default_cache_dir, encode, limit_rows, to_device,
+    IGNORE,
+    Encoded,
+    Padding,
+    TaskBatches,
+    ahead,
+    collate,
+    default_cache_dir,
+    encode,
+    limit_rows,
+    to_device,
 )
 from trainables.config import ConfigError, TrainConfig
 from trainables.model import MultitaskModel, build_model, head_key, load_tokenizer
@@ -53,18 +64,19 @@ def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) 
     tasks = {spec: get_task(spec, Path(config.data_dir), config.protocol) for spec in config.tasks}
     check_distinct_names(tasks)
     out = {}
-    for spec, task in tasks.items():
-        def load(split: str, limit: int | None, first: bool) -> tuple[list[Example], Encoded]:
-            examples = task.examples(split)
-            rows = limit_rows(len(examples), limit, task.group_size, first)
-            examples = [examples[i] for i in rows]
-            return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir, task.sentence_side)
 
+    def load(task: Task, split: str, limit: int | None, first: bool) -> tuple[list[Example], Encoded]:
+        examples = task.examples(split)
+        rows = limit_rows(len(examples), limit, task.group_size, first)
+        examples = [examples[i] for i in rows]
+        return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir, task.sentence_side)
+
+    for spec, task in tasks.items():
         started = time.perf_counter()
-        _, train = load("train", config.max_train_examples, first=False)
-        dev_examples, dev = load("dev", config.eval_limit(spec), first=True)
+        _, train = load(task, "train", config.max_train_examples, first=False)
+        dev_examples, dev = load(task, "dev", config.eval_limit(spec), first=True)
         test_examples, test = (
-            load("test", config.eval_limit(spec), first=True) if config.evaluate_test else (None, None)
+            load(task, "test", config.eval_limit(spec), first=True) if config.evaluate_test else (None, None)
         )
         out[spec] = TaskData(task, train, dev, dev_examples, test, test_examples)
         logger.info(
@@ -94,8 +106,9 @@ def resolve_device(name: str) -> torch.device:
 class Trainer:
     """One multitask run. Call :meth:`run_epoch` ``config.epochs`` times."""
 
-    def __init__(self, config: TrainConfig, data: dict[str, TaskData] | None = None, tokenizer=None,
-                 name: str = "") -> None:
+    def __init__(
+        self, config: TrainConfig, data: dict[str, TaskData] | None = None, tokenizer=None, name: str = ""
+    ) -> None:
         self.config = config
         self.name = name or f"seed {config.seed}"  # who the progress lines speak of, e.g. "t03 seed 2"
         self.device = resolve_device(config.device)
@@ -133,9 +146,8 @@ class Trainer:
         total = self.updates_per_epoch * config.epochs
         warmup = int(config.warmup * total)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda step: step / max(1, warmup) if step < warmup else max(
-                0.0, (total - step) / max(1, total - warmup)
-            ),
+            self.optimizer,
+            lambda step: step / max(1, warmup) if step < warmup else max(0.0, (total - step) / max(1, total - warmup)),
         )
         self.epoch = 0
         # Each run owns its torch RNG (dropout), so several seeds can interleave
@@ -147,7 +159,7 @@ class Trainer:
     def _param_groups(self) -> list[dict[str, Any]]:
         # no weight decay on biases and LayerNorm weights, as in BERT
         decay, no_decay = [], []
-        for name, p in self.model.named_parameters():
+        for p in self.model.parameters():
             (no_decay if p.ndim < 2 else decay).append(p)
         return [
             {"params": decay, "weight_decay": self.config.weight_decay},
@@ -160,8 +172,13 @@ class Trainer:
         for _ in range(steps):
             t = self.sampler.sample(epoch)
             name = self.names[t]
-            batch = collate(self.data[name].train, self.batches[t].next(), self.padding, self.kinds[name],
-                            multiple=self.pad_multiple)
+            batch = collate(
+                self.data[name].train,
+                self.batches[t].next(),
+                self.padding,
+                self.kinds[name],
+                multiple=self.pad_multiple,
+            )
             if self.device.type == "cuda":
                 batch = {k: v.pin_memory() for k, v in batch.items()}
             yield t, batch
@@ -221,8 +238,14 @@ class Trainer:
             )
         log_every = max(1, self.steps_per_epoch // 10)
         if end // log_every > start // log_every:  # a tenth of the epoch passed since the last line
-            logger.info("%s: epoch %d step %d/%d loss %.4f", self.name, epoch + 1, end, self.steps_per_epoch,
-                        window.mean().item())
+            logger.info(
+                "%s: epoch %d step %d/%d loss %.4f",
+                self.name,
+                epoch + 1,
+                end,
+                self.steps_per_epoch,
+                window.mean().item(),
+            )
 
     def run_epoch(self) -> dict[str, float]:
         """Train one epoch, evaluate on dev (and test after the last epoch); return the metrics."""
@@ -268,8 +291,16 @@ class Trainer:
     # -- evaluation ---------------------------------------------------------
     def predict(self, name: str, data: Encoded) -> np.ndarray:
         """Class probabilities: (rows, C) for sequence tasks, (words, C) for tagging."""
-        return predict_probs(self.model, name, data, self.padding, self.config.eval_batch_size, self.device,
-                             self.pad_multiple, self.precision.autocast)
+        return predict_probs(
+            self.model,
+            name,
+            data,
+            self.padding,
+            self.config.eval_batch_size,
+            self.device,
+            self.pad_multiple,
+            self.precision.autocast,
+        )
 
     def _scores(self, name: str, split: str, data: Encoded, examples: Sequence[Example]) -> dict[str, float]:
         task = self.data[name].task
@@ -321,8 +352,14 @@ class Trainer:
 
 @torch.inference_mode()
 def predict_probs(
-    model: MultitaskModel, name: str, data: Encoded, padding: Padding, batch_size: int, device: torch.device,
-    multiple: int = 1, autocast: Callable[[], ContextManager] = contextlib.nullcontext,
+    model: MultitaskModel,
+    name: str,
+    data: Encoded,
+    padding: Padding,
+    batch_size: int,
+    device: torch.device,
+    multiple: int = 1,
+    autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext,
 ) -> np.ndarray:
     """Class probabilities of task ``name``'s head: (rows, C) for sequence tasks, (words, C) for tagging.
     ``multiple``: pad widths to it; ``autocast``: the training precision's context."""
@@ -331,7 +368,7 @@ def predict_probs(
     order = np.argsort(data.lengths(), kind="stable")  # similar lengths together: less padding
     per_row: list[np.ndarray] = [np.empty(0)] * len(order)
     for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
+        rows = order[start : start + batch_size]
         batch = collate(data, rows, padding, kind, multiple=multiple)
         labels = batch.pop("labels")
         with autocast():

@@ -8,7 +8,7 @@ on. No input is read, so no model that learned something should score below it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import torch
 from torch import nn
@@ -55,7 +55,7 @@ def default_summary(encoder_config, model_path: str | Path | None = None) -> str
 
 
 def sentence_transformers_pooling(model_path: str | Path) -> str | None:
-    """"mean" or "first" from a local sentence-transformers pooling config; None where there is none."""
+    """ "mean" or "first" from a local sentence-transformers pooling config; None where there is none."""
     path = Path(model_path) / "1_Pooling" / "config.json"
     if not path.is_file():
         return None
@@ -138,8 +138,10 @@ def tiny_xlnet_tokenizer():
     from transformers import XLNetTokenizer
 
     specials = ["<unk>", "<s>", "</s>", "<cls>", "<sep>", "<pad>", "<mask>"]
-    words = ("the polarity of aspect is positive neutral negative conflict none price anecdotes miscellaneous "
-             "food ambience service location general safety transit good great bad not").split()
+    words = (
+        "the polarity of aspect is positive neutral negative conflict none price anecdotes miscellaneous "
+        "food ambience service location general safety transit good great bad not"
+    ).split()
     chars = "abcdefghijklmnopqrstuvwxyz0123456789.,'!?-&/()$%:;\""
     vocab = [(t, 0.0) for t in specials] + [("\u2581" + w, -2.0) for w in words] + [("\u2581", -4.0)]
     vocab += [(c, -6.0) for c in chars] + [("\u2581" + c, -6.5) for c in chars]
@@ -158,15 +160,27 @@ def save_tiny_encoder(path: str | Path, kind: str = "bert", layers: int = 2, hid
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_path(DEFAULT_MODEL), use_fast=True)
     torch.manual_seed(0)
     if kind == "bert":
-        model = BertModel(BertConfig(
-            vocab_size=tokenizer.vocab_size, hidden_size=hidden, num_hidden_layers=layers,
-            num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=512,
-        ))
+        model = BertModel(
+            BertConfig(
+                vocab_size=tokenizer.vocab_size,
+                hidden_size=hidden,
+                num_hidden_layers=layers,
+                num_attention_heads=2,
+                intermediate_size=2 * hidden,
+                max_position_embeddings=512,
+            )
+        )
     elif kind == "xlnet":
         tokenizer = tiny_xlnet_tokenizer()  # XLNet's own: <cls> last, segment ids 0/1/2, left padding
-        model = XLNetModel(XLNetConfig(
-            vocab_size=len(tokenizer), d_model=hidden, n_layer=layers, n_head=2, d_inner=2 * hidden,
-        ))
+        model = XLNetModel(
+            XLNetConfig(
+                vocab_size=len(tokenizer),
+                d_model=hidden,
+                n_layer=layers,
+                n_head=2,
+                d_inner=2 * hidden,
+            )
+        )
     else:
         raise ValueError(f"tiny encoder kind {kind!r}: expected bert or xlnet")
     model.save_pretrained(path)

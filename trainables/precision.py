@@ -9,8 +9,8 @@ backward and optimizer steps through the :class:`torch.amp.GradScaler` from
 from __future__ import annotations
 
 import contextlib
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import ContextManager
 
 import torch
 
@@ -27,7 +27,7 @@ class Precision:
         """The autocast dtype; None for fp32 (no autocast)."""
         return DTYPES[self.name]
 
-    def autocast(self) -> ContextManager:
+    def autocast(self) -> AbstractContextManager:
         if self.dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(self.device_type, dtype=self.dtype)

@@ -20,9 +20,10 @@ import json
 import logging
 import pickle
 import shutil
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -56,7 +57,9 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        raise ModelError(f"checkpoint {path}: not loadable with weights_only=True ({str(exc).splitlines()[0]})") from None
+        raise ModelError(
+            f"checkpoint {path}: not loadable with weights_only=True ({str(exc).splitlines()[0]})"
+        ) from None
     return state["model"] if "model" in state else state
 
 
@@ -99,28 +102,32 @@ def copy_task_files(specs: Sequence[str], out: Path) -> dict[str, str]:
 class Predictor:
     """A loaded model directory: raw text in, one prediction dict per input out."""
 
-    def __init__(self, model: MultitaskModel, tasks: dict[str, Task], tokenizer, config: TrainConfig,
-                 device: torch.device) -> None:
+    def __init__(
+        self, model: MultitaskModel, tasks: dict[str, Task], tokenizer, config: TrainConfig, device: torch.device
+    ) -> None:
         self.model, self.tasks, self.tokenizer, self.config, self.device = model, tasks, tokenizer, config, device
         self.padding = Padding.of(tokenizer)
 
     @classmethod
-    def load(cls, path: str | Path, device: str = "cpu") -> "Predictor":
+    def load(cls, path: str | Path, device: str = "cpu") -> Predictor:
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         root = Path(path)
         missing = [f for f in REQUIRED if not (root / f).is_file()]
         if missing:
-            raise ModelError(f"model directory {root}: missing {', '.join(missing)} "
-                             f"(expected {', '.join(REQUIRED)}, as trainables.predict.save_model_dir writes)")
+            raise ModelError(
+                f"model directory {root}: missing {', '.join(missing)} "
+                f"(expected {', '.join(REQUIRED)}, as trainables.predict.save_model_dir writes)"
+            )
         config = TrainConfig.from_dict(json.loads((root / CONFIG_FILE).read_text()))
         specs = json.loads((root / TASKS_FILE).read_text())
         tasks = {spec: load_task(spec, specs.get(spec, spec), root, config) for spec in config.tasks}
         encoder = AutoModel.from_config(AutoConfig.from_pretrained(root / ENCODER_DIR))
         heads = {spec: (task.num_labels, task.kind) for spec, task in tasks.items()}
         # save_model_dir records the summary it trained with; older directories hold None there
-        model = MultitaskModel(encoder, heads, config.encoder.summary or default_summary(encoder.config),
-                               config.encoder.dropout)
+        model = MultitaskModel(
+            encoder, heads, config.encoder.summary or default_summary(encoder.config), config.encoder.dropout
+        )
         model.load_state_dict(torch.load(root / MODEL_FILE, map_location="cpu", weights_only=True))
         target = resolve_device(device)
         tokenizer = AutoTokenizer.from_pretrained(root / ENCODER_DIR, use_fast=True)
@@ -134,7 +141,7 @@ class Predictor:
         out = []
         with torch.inference_mode():
             for start in range(0, len(texts), CHUNK):
-                out += self._predict_chunk(texts[start:start + CHUNK], name, start)
+                out += self._predict_chunk(texts[start : start + CHUNK], name, start)
         return out
 
     def _predict_chunk(self, texts: Sequence[str], name: str, offset: int) -> list[dict[str, Any]]:
@@ -151,7 +158,7 @@ class Predictor:
         probs = self._row_probs(name, task, flat)
         out, at = [], 0
         for text, group in zip(texts, rows):
-            p = np.concatenate(probs[at:at + len(group)])
+            p = np.concatenate(probs[at : at + len(group)])
             at += len(group)
             out.append({"input": text, "task": name, **task.decode(p, group)})
         return out
@@ -163,8 +170,14 @@ class Predictor:
             index = [i for i, ex in enumerate(rows) if (ex.text_b is not None) == pair]
             if not index:
                 continue
-            data = encode([rows[i] for i in index], task.kind, self.tokenizer, self.config.encoder.max_seq_length,
-                          None, task.sentence_side)
+            data = encode(
+                [rows[i] for i in index],
+                task.kind,
+                self.tokenizer,
+                self.config.encoder.max_seq_length,
+                None,
+                task.sentence_side,
+            )
             p = predict_probs(self.model, name, data, self.padding, self.config.eval_batch_size, self.device)
             sizes = [len(rows[i].label) if task.kind == "tagging" else 1 for i in index]  # type: ignore[arg-type]
             for i, part in zip(index, np.split(p, np.cumsum(sizes)[:-1])):
@@ -201,10 +214,18 @@ def resolve_model(model: str, tracking_uri: str | None = None) -> Path:
     try:
         root = Path(mlflow.artifacts.download_artifacts(artifact_uri=model))
     except MlflowException as exc:
-        raise ModelError(f"--model {model}: {str(exc).splitlines()[0]} (tracking URI {mlflow.get_tracking_uri()})") from None
-    found = [root] if (root / CONFIG_FILE).is_file() else [p.parent for p in sorted(root.glob(f"artifacts/*/{CONFIG_FILE}"))]
+        raise ModelError(
+            f"--model {model}: {str(exc).splitlines()[0]} (tracking URI {mlflow.get_tracking_uri()})"
+        ) from None
+    found = (
+        [root]
+        if (root / CONFIG_FILE).is_file()
+        else [p.parent for p in sorted(root.glob(f"artifacts/*/{CONFIG_FILE}"))]
+    )
     if len(found) != 1:
-        raise ModelError(f"--model {model}: no model directory in it (expected {CONFIG_FILE} at its root or under artifacts/)")
+        raise ModelError(
+            f"--model {model}: no model directory in it (expected {CONFIG_FILE} at its root or under artifacts/)"
+        )
     return found[0]
 
 
@@ -232,7 +253,9 @@ def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
 
 def main() -> int:
     p = ArgumentParser(prog="python -m trainables.predict", description=__doc__)
-    p.add_argument("--model", required=True, help="model directory, or MLflow URI (models:/absa-best/1, runs:/ID/model)")
+    p.add_argument(
+        "--model", required=True, help="model directory, or MLflow URI (models:/absa-best/1, runs:/ID/model)"
+    )
     p.add_argument("--input", required=True, type=Path, help="UTF-8 text, one input per non-empty line")
     p.add_argument("--out", required=True, type=Path, help="JSON lines, one prediction per input")
     p.add_argument("--task", help="task spec of the model (default: its primary task)")

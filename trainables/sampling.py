@@ -13,7 +13,8 @@ report the distribution in force, and :meth:`TaskSampler.sample` once per step.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

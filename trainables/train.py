@@ -8,10 +8,20 @@ import logging
 from dataclasses import asdict
 
 from trainables.cli import ArgumentParser, check_writable, run_main, setup_logging, write_json
-from trainables.config import DEFAULT_MODEL, PRECISIONS, SCHEMAS, SUMMARIES, ConfigError, EncoderConfig, SamplingConfig, TrainConfig, parse_weights
+from trainables.config import (
+    PRECISIONS,
+    SCHEMAS,
+    SUMMARIES,
+    ConfigError,
+    EncoderConfig,
+    SamplingConfig,
+    TrainConfig,
+    parse_weights,
+)
 from trainables.data import resolve_data_dir
 from trainables.loop import DivergedError, train
 from trainables.tasks import DataError
+from trainables.tasks.base import PROTOCOLS
 
 logger = logging.getLogger("trainables.train")
 
@@ -20,30 +30,47 @@ def parser() -> ArgumentParser:
     p = ArgumentParser(prog="python -m trainables.train", description=__doc__)
     p.add_argument("--tasks", required=True, help="comma-separated task specs, e.g. semeval,sst2,pos")
     p.add_argument("--primary", help="the primary task (default: the first of --tasks)")
-    p.add_argument("--sampling", default="prop", choices=SCHEMAS, help="task-sampling schema")
+    p.add_argument("--sampling", default=SamplingConfig.schema, choices=SCHEMAS, help="task-sampling schema")
     p.add_argument("--exponent", type=float, help="exponent a for --sampling power")
-    p.add_argument("--anneal-c", type=float, default=0.9, help="annealing constant c for --sampling anneal")
+    p.add_argument(
+        "--anneal-c", type=float, default=SamplingConfig.anneal_c, help="annealing constant c for --sampling anneal"
+    )
     p.add_argument("--weights", default="", help="TASK=TIER|NUMBER,... (default primary 4, others 2)")
-    p.add_argument("--model", default=DEFAULT_MODEL, help="encoder: AutoModel name or local path")
-    p.add_argument("--summary", choices=SUMMARIES, help="sequence summary (default: the pooling the encoder declares, else by model type)")
-    p.add_argument("--max-seq-length", type=int, default=128)
-    p.add_argument("--epochs", type=int, default=4)
-    p.add_argument("--batch-size", type=int, default=24)
-    p.add_argument("--lr", type=float, default=2e-5)
-    p.add_argument("--warmup", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--model", default=EncoderConfig.model, help="encoder: AutoModel name or local path")
+    p.add_argument(
+        "--summary",
+        choices=SUMMARIES,
+        help="sequence summary (default: the pooling the encoder declares, else by model type)",
+    )
+    p.add_argument("--max-seq-length", type=int, default=EncoderConfig.max_seq_length)
+    p.add_argument("--epochs", type=int, default=TrainConfig.epochs)
+    p.add_argument("--batch-size", type=int, default=TrainConfig.batch_size)
+    p.add_argument("--lr", type=float, default=TrainConfig.lr)
+    p.add_argument("--warmup", type=float, default=TrainConfig.warmup)
+    p.add_argument("--seed", type=int, default=TrainConfig.seed)
     p.add_argument("--max-train-examples", type=int, help="per task (whole evaluation groups)")
     p.add_argument("--max-eval-examples", type=int, help="per task (whole evaluation groups)")
-    p.add_argument("--max-auxiliary-eval-examples", type=int,
-                   help="per auxiliary task (default: as --max-eval-examples)")
-    p.add_argument("--protocol", default="holdout", choices=("holdout", "thesis"))
+    p.add_argument(
+        "--max-auxiliary-eval-examples", type=int, help="per auxiliary task (default: as --max-eval-examples)"
+    )
+    p.add_argument("--protocol", default=TrainConfig.protocol, choices=PROTOCOLS)
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
-    p.add_argument("--device", default="auto")
-    p.add_argument("--precision", default="auto", choices=PRECISIONS,
-                   help="auto: bf16 on CUDA with native bf16, fp16 with loss scaling on older CUDA, fp32 on CPU")
-    p.add_argument("--grad-accum", type=int, default=1, metavar="K", help="micro-batches per optimizer step")
-    p.add_argument("--check-every", type=int, default=50, metavar="N", help="steps between finite-loss checks")
-    p.add_argument("--pad-to-multiple-of", type=int, metavar="M", help="round batch widths up (default: 8 on CUDA, 1 on CPU)")
+    p.add_argument("--device", default=TrainConfig.device)
+    p.add_argument(
+        "--precision",
+        default=TrainConfig.precision,
+        choices=PRECISIONS,
+        help="auto: bf16 on CUDA with native bf16, fp16 with loss scaling on older CUDA, fp32 on CPU",
+    )
+    p.add_argument(
+        "--grad-accum", type=int, default=TrainConfig.grad_accum, metavar="K", help="micro-batches per optimizer step"
+    )
+    p.add_argument(
+        "--check-every", type=int, default=TrainConfig.check_every, metavar="N", help="steps between finite-loss checks"
+    )
+    p.add_argument(
+        "--pad-to-multiple-of", type=int, metavar="M", help="round batch widths up (default: 8 on CUDA, 1 on CPU)"
+    )
     p.add_argument("--compile", action="store_true", help="torch.compile the training forward (dynamic shapes)")
     p.add_argument("--no-prefetch", action="store_true", help="collate each batch in the training thread")
     p.add_argument("--metrics-out", help="write every epoch's metrics to this JSON file")
@@ -60,12 +87,23 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
             schema=args.sampling, exponent=args.exponent, anneal_c=args.anneal_c, weights=parse_weights(args.weights)
         ),
         encoder=EncoderConfig(model=args.model, summary=args.summary, max_seq_length=args.max_seq_length),
-        epochs=args.epochs, batch_size=args.batch_size, lr=args.lr, warmup=args.warmup, seed=args.seed,
-        max_train_examples=args.max_train_examples, max_eval_examples=args.max_eval_examples,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup=args.warmup,
+        seed=args.seed,
+        max_train_examples=args.max_train_examples,
+        max_eval_examples=args.max_eval_examples,
         max_auxiliary_eval_examples=args.max_auxiliary_eval_examples,
-        protocol=args.protocol, data_dir=str(resolve_data_dir(args.data_dir)), device=args.device,
-        precision=args.precision, grad_accum=args.grad_accum, check_every=args.check_every,
-        pad_to_multiple_of=args.pad_to_multiple_of, compile=args.compile, prefetch=not args.no_prefetch,
+        protocol=args.protocol,
+        data_dir=str(resolve_data_dir(args.data_dir)),
+        device=args.device,
+        precision=args.precision,
+        grad_accum=args.grad_accum,
+        check_every=args.check_every,
+        pad_to_multiple_of=args.pad_to_multiple_of,
+        compile=args.compile,
+        prefetch=not args.no_prefetch,
     )
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import logging
 import socket
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,8 +34,9 @@ DIVERGED = "diverged"  # result key: 1.0 on the final result of a trial whose lo
 FAILURE_REASON = "failure_reason"
 
 
-def aggregate(per_seed: Sequence[dict[str, float]], seeds: Sequence[int],
-              keep_seeds: Callable[[str], bool] = lambda key: True) -> dict[str, float]:
+def aggregate(
+    per_seed: Sequence[dict[str, float]], seeds: Sequence[int], keep_seeds: Callable[[str], bool] = lambda key: True
+) -> dict[str, float]:
     """``{k: v}`` per seed -> ``{k/mean, k/std, k/seed<S>}``.
 
     A key some seeds lack (a task that drew no batch in that seed's epoch) or hold as NaN
@@ -99,14 +101,29 @@ def diverged_result(metric: str, epoch: int, reason: str) -> dict[str, Any]:
 
 def data_signature(config: TrainConfig, tokenizer) -> str:
     """What tokenized data depends on besides the task list: shared data is used only on a match."""
-    return "|".join(map(str, (
-        tokenizer_identity(tokenizer), config.encoder.max_seq_length, config.max_train_examples,
-        config.max_eval_examples, config.max_auxiliary_eval_examples, config.protocol, Path(config.data_dir).resolve(), config.evaluate_test,
-    )))
+    return "|".join(
+        map(
+            str,
+            (
+                tokenizer_identity(tokenizer),
+                config.encoder.max_seq_length,
+                config.max_train_examples,
+                config.max_eval_examples,
+                config.max_auxiliary_eval_examples,
+                config.protocol,
+                Path(config.data_dir).resolve(),
+                config.evaluate_test,
+            ),
+        )
+    )
 
 
-def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None = None,
-                        signature: str | None = None, metric: str | None = None) -> None:
+def multitask_trainable(
+    config: dict[str, Any],
+    data: dict[str, TaskData] | None = None,
+    signature: str | None = None,
+    metric: str | None = None,
+) -> None:
     """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``.
     ``metric``: the study's objective, reported as NaN by a diverged trial (also read from
     ``config["metric"]``), so Tune's check that every result holds it passes.
@@ -141,8 +158,14 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
             for seed, trainer in zip(seeds, trainers):
                 trainer.load(Path(directory) / f"seed-{seed}.pt")
         where["restored_from_epoch"] = trainers[0].epoch
-        logger.info("resumed %s from its epoch-%d checkpoint on %s", config.get("key", ""), trainers[0].epoch,
-                    where["hostname"])
+        logger.info(
+            "resumed %s from its epoch-%d checkpoint on %s", config.get("key", ""), trainers[0].epoch, where["hostname"]
+        )
+
+    primary = data[base.primary].task.name  # "semeval" for the spec "semeval:NLI_M"
+
+    def keep_seeds(key: str) -> bool:
+        return seed_values_kept(key, primary, objective)
 
     while trainers[0].epoch < base.epochs:
         epoch = trainers[0].epoch + 1
@@ -154,8 +177,7 @@ def multitask_trainable(config: dict[str, Any], data: dict[str, TaskData] | None
             tune.report({**diverged_result(objective, epoch, reason), **where})
             return
         per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score
-        primary = data[base.primary].task.name  # "semeval" for the spec "semeval:NLI_M"
-        metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
+        metrics: dict[str, Any] = aggregate(per_seed, seeds, keep_seeds)
         metrics.update(epoch=trainers[0].epoch, **where)
         with tempfile.TemporaryDirectory() as directory:
             for seed, trainer in zip(seeds, trainers):

@@ -32,10 +32,28 @@ def study_args(tmp: Path, model: Path, tracking_uri: str, name: str, *extra: str
     """``python -m search.run``'s arguments for a tiny study: one seed, train/loss as the objective
     (every epoch scores), no finalize or report."""
     return [
-        "absa", "--preset", "smoke", "--model", str(model), "--seeds", "1",
-        "--metric", "train/loss", "--mode", "min", "--tracking-uri", tracking_uri,
-        "--optuna-storage", f"sqlite:///{tmp}/optuna.db", "--storage", str(tmp / "ray"), "--name", name,
-        "--no-finalize", "--no-report", *extra,
+        "absa",
+        "--preset",
+        "smoke",
+        "--model",
+        str(model),
+        "--seeds",
+        "1",
+        "--metric",
+        "train/loss",
+        "--mode",
+        "min",
+        "--tracking-uri",
+        tracking_uri,
+        "--optuna-storage",
+        f"sqlite:///{tmp}/optuna.db",
+        "--storage",
+        str(tmp / "ray"),
+        "--name",
+        name,
+        "--no-finalize",
+        "--no-report",
+        *extra,
     ]
 
 
@@ -44,8 +62,15 @@ class Driver:
     written to ``driver-<pid>.log`` in ``cwd``, for a look after a failure)."""
 
     def __init__(self, args: list[str], cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, *args], cwd=cwd, env=env(), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, *args],
+            cwd=cwd,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.log = cwd / f"driver-{self.proc.pid}.log"
         self.lines: list[tuple[float, str]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -99,8 +124,10 @@ def values_lost(db: Path, spool: Path) -> tuple[int, int]:
     parent = {r["tags"].get("tune_experiment"): r["run_id"] for r in everything if r["tags"].get("kind") == "study"}
     by_trial = {(r["tags"].get("mlflow.parentRunId"), r["tags"].get("trial_id")): r["run_id"] for r in everything}
     with sqlite3.connect(db, timeout=30) as con:
-        stored = {(run, key, step, stamp): value for run, key, step, stamp, value in
-                  con.execute("select run_uuid, key, step, timestamp, value from metrics")}
+        stored = {
+            (run, key, step, stamp): value
+            for run, key, step, stamp, value in con.execute("select run_uuid, key, step, timestamp, value from metrics")
+        }
     parent_id = parent[spool.parent.name]
     spooled = [(r["trial"], m) for r in records(spool) if r["op"] == "log" for m in r.get("metrics", [])]
     missing = 0

@@ -6,8 +6,19 @@ without Ray: ``test_study_end.py``.)"""
 import signal
 
 import pytest
-from faults import (EPOCH_LINE, RUN, Driver, figure, optuna_running, optuna_states, runs, spool_of,
-                    steps_logged, study_args, values_lost)
+from faults import (
+    EPOCH_LINE,
+    RUN,
+    Driver,
+    figure,
+    optuna_running,
+    optuna_states,
+    runs,
+    spool_of,
+    steps_logged,
+    study_args,
+    values_lost,
+)
 from optuna.trial import TrialState
 
 # 2 minutes of CI's 15; the same endings without Ray: test_study_end.py; Ctrl-C and resume: test_study.py
@@ -44,8 +55,9 @@ def assert_ended(tmp, db, state: str, reason: str, earlier: tuple[str, ...] = ()
 
 def test_crash_then_sigterm_leave_nothing_running_and_resume_finishes(tmp_path, tiny_bert, record_property):
     db = tmp_path / "mlflow.db"
-    args = study_args(tmp_path, tiny_bert, f"sqlite:///{db}", "exits", "--trials", "2", "--epochs", "2",
-                      "--max-concurrent", "1")
+    args = study_args(
+        tmp_path, tiny_bert, f"sqlite:///{db}", "exits", "--trials", "2", "--epochs", "2", "--max-concurrent", "1"
+    )
 
     # -- a bug in the driver's code as the first trial ends: a traceback, exit 1 -------------------------
     driver = Driver(["-c", CRASH, *args], tmp_path)

@@ -1,7 +1,7 @@
 """A local study's Ray: its own (never a foreign cluster it finds), listening on 127.0.0.1 only.
 
 One driver process starts Ray the way ``search.run`` does without ``--address``
-(``search.runner.connect_address(None)``), runs a task so that a worker listens too,
+(``search.ray_connect.connect_address(None)``), runs a task so that a worker listens too,
 and holds it while the tests look. A foreign cluster (``ray.cluster_utils.Cluster``) is up
 beside it, named both by Ray's current-cluster file and by ``RAY_ADDRESS``: what a plain
 ``ray.init()`` joins. Both share a private Ray temp folder, so other users' Rays see neither.
@@ -25,7 +25,7 @@ DRIVER = """
 import os
 import sys
 import ray
-from search.runner import connect_address
+from search.ray_connect import connect_address
 
 os.environ["RAY_ADDRESS"] = sys.stdin.readline().strip()  # the foreign cluster, once it is up
 connect_address(None)
@@ -49,8 +49,15 @@ def rays():
     temp = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths must fit in 107 bytes
     env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_TMPDIR": temp}
     # the driver imports while the foreign cluster starts
-    driver = subprocess.Popen([sys.executable, "-c", DRIVER], cwd=temp, env=env, text=True,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER],
+        cwd=temp,
+        env=env,
+        text=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         with pytest.MonkeyPatch.context() as mp:
             mp.setenv("RAY_TMPDIR", temp)
@@ -105,5 +112,7 @@ def test_a_local_study_ray_listens_on_loopback_only(rays, capsys):
     assert {"gcs_server", "raylet"} <= names and any(n.startswith("ray::") for n in names), listening
     exposed = [(n, a) for n, a in listening if not re.match(r"(127\.0\.0\.1|\[::ffff:127\.0\.0\.1\]|\[::1\]):\d+$", a)]
     assert not exposed, exposed
-    figure(capsys, f"exposure: {len(listening)} listening sockets of a local study's Ray, on other interfaces "
-                   f"{len(exposed)}")
+    figure(
+        capsys,
+        f"exposure: {len(listening)} listening sockets of a local study's Ray, on other interfaces {len(exposed)}",
+    )

@@ -25,17 +25,38 @@ def figure(capsys, text: str) -> None:
 
 
 REFUSED = {  # (cpus, gpus, nodes, autoscaler node types) -> the one line
-    "a GPU on a CPU-only machine": (1, 1, LAPTOP, {}, "--gpus-per-trial 1: no node of this Ray cluster can ever run "
-                                    "a trial (1 CPU/1 GPU); nodes: 1 x 2 CPU/0 GPU; autoscaler node types: none"),
+    "a GPU on a CPU-only machine": (
+        1,
+        1,
+        LAPTOP,
+        {},
+        "--gpus-per-trial 1: no node of this Ray cluster can ever run "
+        "a trial (1 CPU/1 GPU); nodes: 1 x 2 CPU/0 GPU; autoscaler node types: none",
+    ),
     "a fraction of a GPU": (1, 0.5, LAPTOP, {}, "--gpus-per-trial 0.5: no node"),
-    "more CPUs than any node": (8, 1, LAPTOP + [GPU_NODE], {}, "--cpus-per-trial 8: no node of this Ray cluster can "
-                                "ever run a trial (8 CPU/1 GPU); nodes: 1 x 2 CPU/0 GPU, 1 x 4 CPU/1 GPU"),
-    "CPUs and GPUs apart": (4, 1, [{"CPU": 8.0}, {"CPU": 1.0, "GPU": 1.0}], {},
-                            "--gpus-per-trial 1 --cpus-per-trial 4: no node"),
+    "more CPUs than any node": (
+        8,
+        1,
+        LAPTOP + [GPU_NODE],
+        {},
+        "--cpus-per-trial 8: no node of this Ray cluster can "
+        "ever run a trial (8 CPU/1 GPU); nodes: 1 x 2 CPU/0 GPU, 1 x 4 CPU/1 GPU",
+    ),
+    "CPUs and GPUs apart": (
+        4,
+        1,
+        [{"CPU": 8.0}, {"CPU": 1.0, "GPU": 1.0}],
+        {},
+        "--gpus-per-trial 1 --cpus-per-trial 4: no node",
+    ),
     "more GPUs than any node type": (
-        1, 8, [{"CPU": 8.0, "GPU": 0.0}], {"gpu-4x": {"CPU": 48.0, "GPU": 4.0}},
+        1,
+        8,
+        [{"CPU": 8.0, "GPU": 0.0}],
+        {"gpu-4x": {"CPU": 48.0, "GPU": 4.0}},
         "--gpus-per-trial 8: no node of this Ray cluster can ever run a trial (1 CPU/8 GPU); nodes: 1 x 8 CPU/0 GPU; "
-        "autoscaler node types: gpu-4x (48 CPU/4 GPU)"),
+        "autoscaler node types: gpu-4x (48 CPU/4 GPU)",
+    ),
 }
 
 

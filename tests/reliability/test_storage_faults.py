@@ -33,9 +33,11 @@ def test_a_storage_too_small_for_the_first_checkpoints_is_refused_up_front(monke
     monkeypatch.setattr(disk, "free_bytes", lambda storage: 150 * MB)
     with pytest.raises(StorageFull) as refused:
         disk.check_space("/data/ray", NEED, "free space or choose another --storage")
-    assert str(refused.value) == ("--storage /data/ray: 150 MB free, the study needs at least 208 MB to start (~100 MB "
-                                  "per trial checkpoint, ~600 MB for the whole study): free space or choose another "
-                                  "--storage")
+    assert str(refused.value) == (
+        "--storage /data/ray: 150 MB free, the study needs at least 208 MB to start (~100 MB "
+        "per trial checkpoint, ~600 MB for the whole study): free space or choose another "
+        "--storage"
+    )
     monkeypatch.setattr(disk, "free_bytes", lambda storage: 400 * MB)
     with caplog.at_level(logging.WARNING, "search.disk"):
         disk.check_space("/data/ray", NEED, "")  # enough to start: said, not refused
@@ -58,9 +60,14 @@ def failed_trial(folder: Path, error: str) -> SimpleNamespace:
         (folder / name).mkdir(parents=True)
         (folder / name / "seed-1.pt").write_bytes(b"x" * 1000)
     (folder / "error.txt").write_text(f"Failure # 1 (occurred at 2026-11-23_10-00-00)\n{error}\n")
-    return SimpleNamespace(trial_id="ab12", config={"label": "t01 sst2 prop"}, status="PENDING",
-                           error_file=str(folder / "error.txt"), path=str(folder),
-                           checkpoint=SimpleNamespace(path=str(folder / "checkpoint_000000")))
+    return SimpleNamespace(
+        trial_id="ab12",
+        config={"label": "t01 sst2 prop"},
+        status="PENDING",
+        error_file=str(folder / "error.txt"),
+        path=str(folder),
+        checkpoint=SimpleNamespace(path=str(folder / "checkpoint_000000")),
+    )
 
 
 def test_a_trial_that_hits_a_full_disk_stops_the_study_instead_of_a_retry(tmp_path, monkeypatch, capsys):
@@ -72,16 +79,21 @@ def test_a_trial_that_hits_a_full_disk_stops_the_study_instead_of_a_retry(tmp_pa
     other = failed_trial(tmp_path / "fill" / "trial_cd34", "RayTaskError(ValueError): a bug")
     guard.on_trial_recover(0, [], other)  # any other failure is Tune's to retry
     assert not stops and guard.reason is None
-    full = failed_trial(tmp_path / "fill" / "trial_ab12", "RayTaskError(OSError): ray::multitask_trainable() "
-                        "OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device")
+    full = failed_trial(
+        tmp_path / "fill" / "trial_ab12",
+        "RayTaskError(OSError): ray::multitask_trainable() "
+        "OSError: [Errno 28] Error writing bytes to file. Detail: [errno 28] No space left on device",
+    )
     guard.on_trial_recover(0, [], full)
     guard.on_trial_error(0, [], full)  # once is enough
     assert stops == [1]
     assert disk.stop_reason(str(tmp_path), "fill") == guard.reason
-    assert guard.reason.startswith(f"--storage {tmp_path} is full: trial t01 sst2 prop could not write its checkpoint "
-                                   "(no space left on device)")
-    assert guard.reason.endswith(f"~100 MB per trial checkpoint, ~600 MB for the whole study. Free space, then "
-                                 f"continue with: {RESUME}")
+    assert guard.reason.startswith(
+        f"--storage {tmp_path} is full: trial t01 sst2 prop could not write its checkpoint (no space left on device)"
+    )
+    assert guard.reason.endswith(
+        f"~100 MB per trial checkpoint, ~600 MB for the whole study. Free space, then continue with: {RESUME}"
+    )
     # room for the experiment state Tune writes as it stops: the reserve and the half-written checkpoint
     assert not (tmp_path / "fill" / ".reserve").exists()
     assert sorted(p.name for p in Path(full.path).glob("checkpoint_*")) == ["checkpoint_000000"]
@@ -89,8 +101,10 @@ def test_a_trial_that_hits_a_full_disk_stops_the_study_instead_of_a_retry(tmp_pa
     # a later failure for another reason is the one the file's last section holds
     (Path(full.path) / "error.txt").write_text("Failure # 1\nNo space left on device\nFailure # 2\nValueError: x\n")
     assert not disk.disk_full(full)
-    figure(capsys, "ENOSPC in a trial (injected): faults injected 1, studies stopped for it 1, retries into the full "
-                   "disk 0")
+    figure(
+        capsys,
+        "ENOSPC in a trial (injected): faults injected 1, studies stopped for it 1, retries into the full disk 0",
+    )
 
 
 def test_the_driver_stops_before_the_running_trials_next_checkpoints_cannot_fit(tmp_path, monkeypatch):
@@ -115,8 +129,10 @@ def small_disk(tmp_path):
     """A 20 MB tmpfs (None where this machine does not let the test mount one: then ENOSPC is injected)."""
     path = tmp_path / "disk"
     path.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", str(path)],
-                             capture_output=True).returncode == 0
+    mounted = (
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=20m", "tmpfs", str(path)], capture_output=True).returncode
+        == 0
+    )
     yield path if mounted else None
     if mounted:
         subprocess.run(["umount", str(path)], check=False)
@@ -159,17 +175,23 @@ def test_a_full_disk_stops_tune_resumably_and_a_restore_finishes(tmp_path, small
     ray.init(address="local", num_cpus=1, include_dashboard=False)  # never join another cluster
     try:
         tune.Tuner(
-            filling, param_space={"size": 10 * MB, "inject": str(inject or "")},
-            run_config=tune.RunConfig(name="fill", storage_path=str(storage), callbacks=[guard], verbose=0,
-                                      checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-                                      failure_config=tune.FailureConfig(max_failures=2)),
+            filling,
+            param_space={"size": 10 * MB, "inject": str(inject or "")},
+            run_config=tune.RunConfig(
+                name="fill",
+                storage_path=str(storage),
+                callbacks=[guard],
+                verbose=0,
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+                failure_config=tune.FailureConfig(max_failures=2),
+            ),
         ).fit()
         reason = disk.stop_reason(str(storage), "fill")
         assert reason and "could not write its checkpoint (no space left on device)" in reason, reason
         # the experiment state written as it stopped is whole, and holds the trial as unfinished
         assert tune.Tuner.can_restore(str(path))
         (state_file,) = path.glob("experiment_state-*.json")
-        (trial_state, _), = json.loads(state_file.read_text())["trial_data"]
+        ((trial_state, _),) = json.loads(state_file.read_text())["trial_data"]
         assert json.loads(trial_state)["status"] in ("PENDING", "RUNNING")
 
         if small_disk:  # space freed
@@ -185,5 +207,8 @@ def test_a_full_disk_stops_tune_resumably_and_a_restore_finishes(tmp_path, small
     steps = [json.loads(line)["step"] for line in (Path(result.path) / "result.json").read_text().splitlines()]
     assert steps == [1, 2, 3], steps  # across the stop: nothing lost, nothing twice
     how = "a 20 MB tmpfs" if small_disk else "an injected ENOSPC"
-    figure(capsys, f"full disk ({how}): faults injected 1, studies ended cleanly 2/2 (stopped, restored), "
-                   f"values lost {3 - len(set(steps))}")
+    figure(
+        capsys,
+        f"full disk ({how}): faults injected 1, studies ended cleanly 2/2 (stopped, restored), "
+        f"values lost {3 - len(set(steps))}",
+    )

@@ -22,8 +22,11 @@ from search.tracking import start_parent_run
 from trainables.config import ConfigError
 
 FAULTS = {
-    "refused": (ConfigError("--gpus-per-trial 1: no node of this cluster has a GPU"), "FAILED",
-                "ConfigError: --gpus-per-trial 1: no node of this cluster has a GPU"),
+    "refused": (
+        ConfigError("--gpus-per-trial 1: no node of this cluster has a GPU"),
+        "FAILED",
+        "ConfigError: --gpus-per-trial 1: no node of this cluster has a GPU",
+    ),
     "ctrl-c": (KeyboardInterrupt(), "KILLED", "interrupted (Ctrl-C)"),
     "sigterm": (SystemExit(15), "KILLED", "interrupted (SIGTERM)"),  # Ray's handler, before watch_signals
     "bug": (ZeroDivisionError("division by zero"), "FAILED", "ZeroDivisionError: division by zero"),
@@ -47,8 +50,15 @@ def test_a_failing_driver_ends_its_runs_and_trials(store, monkeypatch, fault, re
         parent = start_parent_run(uri, "absa", fault, {"objective": "train/loss/mean"})
         spool = study_spool(tmp / fault / "spool.jsonl", uri, parent)
         end.opened(spool, fault, "", storage)  # no Tune state saved: nothing to resume
-        spool.put({"op": "start", "trial": "t1", "name": "t00 baseline", "params": {},
-                   "tags": {"mlflow.parentRunId": parent, "trial_id": "t1", "kind": "trial", "status": "running"}})
+        spool.put(
+            {
+                "op": "start",
+                "trial": "t1",
+                "name": "t00 baseline",
+                "params": {},
+                "tags": {"mlflow.parentRunId": parent, "trial_id": "t1", "kind": "trial", "status": "running"},
+            }
+        )
         raise error
 
     monkeypatch.setattr(search.runner, "run_study", body)
@@ -62,8 +72,11 @@ def test_a_failing_driver_ends_its_runs_and_trials(store, monkeypatch, fault, re
     (child,) = client.search_runs([experiment.experiment_id], f"tags.`mlflow.parentRunId` = '{parent.info.run_id}'")
     assert (parent.info.status, parent.data.tags["end_reason"]) == (state, reason)
     assert "resume" not in parent.data.tags  # Tune saved nothing: there is nothing to resume
-    assert (child.info.status, child.data.tags["status"], child.data.tags["end_reason"]) == ("KILLED", "interrupted",
-                                                                                             reason)
+    assert (child.info.status, child.data.tags["status"], child.data.tags["end_reason"]) == (
+        "KILLED",
+        "interrupted",
+        reason,
+    )
     study = optuna.load_study(study_name=fault, storage=storage)
     assert [t.state for t in study.trials] == [TrialState.FAIL]
     assert study.user_attrs["ended"]["running_trials"] == [0] and study.user_attrs["ended"]["resume"] is None
@@ -118,8 +131,10 @@ def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(s
     with pytest.raises(ZeroDivisionError):
         search.runner.run(SearchConfig("absa", tracking_uri=uri))
     ends = [(r["trial"], r["state"], r["tags"]["end_reason"]) for r in unsent(path) if r["op"] == "end"]
-    assert ends == [("t1", "KILLED", "ZeroDivisionError: division by zero"),
-                    (None, "FAILED", "ZeroDivisionError: division by zero")]
+    assert ends == [
+        ("t1", "KILLED", "ZeroDivisionError: division by zero"),
+        (None, "FAILED", "ZeroDivisionError: division by zero"),
+    ]
     assert "MLflow records wait in" in caplog.text and "Connection refused" in caplog.text
 
 

@@ -6,8 +6,18 @@ import time
 
 import pytest
 from conftest import MlflowServer
-from faults import (EPOCH_LINE, RUN, Driver, figure, optuna_running, runs, spool_of, steps_logged,
-                    study_args, values_lost)
+from faults import (
+    EPOCH_LINE,
+    RUN,
+    Driver,
+    figure,
+    optuna_running,
+    runs,
+    spool_of,
+    steps_logged,
+    study_args,
+    values_lost,
+)
 
 from search.spool import unsent
 
@@ -76,5 +86,11 @@ def test_long_outage_stops_resumably_and_short_one_is_absorbed(tmp_path, tiny_be
     spooled, lost = values_lost(db, spool)
     assert lost == 0 and spooled > 0 and not unsent(spool)
     assert optuna_running(tmp_path, "outage")[0] == []
-    figure(record_property, faults_injected=2, studies_ended_cleanly=2, values_lost=lost,
-           epochs_trained_while_down=during_long + during_short, values_spooled=spooled)
+    figure(
+        record_property,
+        faults_injected=2,
+        studies_ended_cleanly=2,
+        values_lost=lost,
+        epochs_trained_while_down=during_long + during_short,
+        values_spooled=spooled,
+    )

@@ -31,10 +31,29 @@ def cluster():
 
 def study(tmp: Path, model: Path, address: str, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "search.run", "absa", "--preset", "smoke", "--address", address,
-        "--cpus-per-trial", "1", "--model", str(model), "--seeds", "2",
-        "--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--optuna-storage", f"sqlite:///{tmp}/optuna.db",
-        "--storage", str(tmp / "ray"), "--no-report", "--no-finalize", *extra,
+        sys.executable,
+        "-m",
+        "search.run",
+        "absa",
+        "--preset",
+        "smoke",
+        "--address",
+        address,
+        "--cpus-per-trial",
+        "1",
+        "--model",
+        str(model),
+        "--seeds",
+        "2",
+        "--tracking-uri",
+        f"sqlite:///{tmp}/mlflow.db",
+        "--optuna-storage",
+        f"sqlite:///{tmp}/optuna.db",
+        "--storage",
+        str(tmp / "ray"),
+        "--no-report",
+        "--no-finalize",
+        *extra,
     ]
 
 
@@ -50,9 +69,14 @@ def trial_runs(tmp: Path):
 
 def test_trials_spread_over_gpu_worker_nodes(tmp_path, tiny_bert, cluster):
     c, workers = cluster
-    r = subprocess.run(study(tmp_path, tiny_bert, c.address, "--trials", "4", "--max-concurrent", "2",
-                             "--gpus-per-trial", "1"),
-                       cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        study(tmp_path, tiny_bert, c.address, "--trials", "4", "--max-concurrent", "2", "--gpus-per-trial", "1"),
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert "with a plain local --storage" in r.stderr  # warned, fine on one filesystem
     assert "no CUDA device is visible: training on the CPU" in r.stdout + r.stderr  # said in the log too
@@ -68,9 +92,26 @@ def test_trials_spread_over_gpu_worker_nodes(tmp_path, tiny_bert, cluster):
 
 def test_fractional_gpus_share_a_worker(tmp_path, tiny_bert, cluster):
     c, workers = cluster
-    r = subprocess.run(study(tmp_path, tiny_bert, c.address, "--trials", "4", "--max-concurrent", "4",
-                             "--gpus-per-trial", "0.5", "--epochs", "1"),
-                       cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        study(
+            tmp_path,
+            tiny_bert,
+            c.address,
+            "--trials",
+            "4",
+            "--max-concurrent",
+            "4",
+            "--gpus-per-trial",
+            "0.5",
+            "--epochs",
+            "1",
+        ),
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     runs = trial_runs(tmp_path)
     assert len(runs) == 4 and all(run.data.tags["gpus_requested"] == "0.5" for run in runs)
@@ -80,8 +121,9 @@ def test_fractional_gpus_share_a_worker(tmp_path, tiny_bert, cluster):
     assert set(by_node) <= {w.node_id for w in workers}
     # two half-GPU trials ran on one single-GPU node at the same time
     overlapping = [
-        node for node, spans in by_node.items()
-        if any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1:])
+        node
+        for node, spans in by_node.items()
+        if any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1 :])
     ]
     assert overlapping, by_node
 
@@ -103,7 +145,8 @@ def running_on(tmp: Path, node_id: str) -> bool:
             "select t.run_uuid from tags t join tags s on s.run_uuid = t.run_uuid "
             "join tags e on e.run_uuid = t.run_uuid "
             "where t.key = 'node_id' and t.value = ? and s.key = 'status' and s.value = 'running' "
-            "and e.key = 'epochs_trained' and cast(e.value as integer) >= 2", (node_id,),
+            "and e.key = 'epochs_trained' and cast(e.value as integer) >= 2",
+            (node_id,),
         ).fetchall()
     return bool(rows)
 
@@ -112,8 +155,23 @@ def test_lost_worker_node_trials_resume_from_checkpoint(tmp_path, tiny_bert, clu
     c, workers = cluster
     doomed = workers[1]
     # one trial per GPU worker; enough epochs that the doomed one is still training when the node goes
-    args = study(tmp_path, tiny_bert, c.address, "--trials", "2", "--max-concurrent", "2", "--gpus-per-trial", "1",
-                 "--epochs", "12", "--grace-period", "12", "--max-failures", "3")
+    args = study(
+        tmp_path,
+        tiny_bert,
+        c.address,
+        "--trials",
+        "2",
+        "--max-concurrent",
+        "2",
+        "--gpus-per-trial",
+        "1",
+        "--epochs",
+        "12",
+        "--grace-period",
+        "12",
+        "--max-failures",
+        "3",
+    )
     proc = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
     while not running_on(tmp_path, doomed.node_id):
@@ -126,8 +184,14 @@ def test_lost_worker_node_trials_resume_from_checkpoint(tmp_path, tiny_bert, clu
     assert len(runs) == 2 and all(run.data.tags["status"] == "completed" for run in runs), out[-3000:]
     moved = [run for run in runs if int(run.data.tags.get("restored_from_epoch", 0)) >= 1]
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    seen = {run.info.run_name: (run.data.tags.get("restored_from_epoch"), run.data.tags.get("node_id"),
-                                [m.step for m in client.get_metric_history(run.info.run_id, "objective")]) for run in runs}
+    seen = {
+        run.info.run_name: (
+            run.data.tags.get("restored_from_epoch"),
+            run.data.tags.get("node_id"),
+            [m.step for m in client.get_metric_history(run.info.run_id, "objective")],
+        )
+        for run in runs
+    }
     assert moved, f"no trial was resumed from a checkpoint: {seen} doomed={doomed.node_id}\n" + out[-6000:]
     for run in moved:  # finished on the surviving worker, after the epochs it had checkpointed
         assert run.data.tags["node_id"] == workers[0].node_id

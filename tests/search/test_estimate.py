@@ -8,8 +8,18 @@ from trainables.config import ConfigError
 
 def test_throughput_is_read_from_a_benchmark_json(tmp_path):
     path = tmp_path / "run.json"
-    path.write_text(json.dumps({"loop_samples_per_s": 412.5, "bare_samples_per_s": 420.0, "device": "NVIDIA H100 80GB HBM3",
-                                "model": "random-init bert-base (...)", "precision": "bf16", "batch_size": 24}))
+    path.write_text(
+        json.dumps(
+            {
+                "loop_samples_per_s": 412.5,
+                "bare_samples_per_s": 420.0,
+                "device": "NVIDIA H100 80GB HBM3",
+                "model": "random-init bert-base (...)",
+                "precision": "bf16",
+                "batch_size": 24,
+            }
+        )
+    )
     samples_per_second, measured = benchmark_throughput(path)
     assert samples_per_second == 412.5  # the loop's, not the bare loop's
     assert measured["device"] == "NVIDIA H100 80GB HBM3" and measured["precision"] == "bf16"

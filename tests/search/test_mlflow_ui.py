@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium (chromium on PATH): the UI check needs a browser"),
+    pytest.mark.skipif(
+        CHROMIUM is None, reason="no headless Chromium (chromium on PATH): the UI check needs a browser"
+    ),
 ]
 
 
@@ -30,11 +32,37 @@ def env() -> dict:
 @pytest.fixture(scope="module")
 def study(tmp_path_factory, tiny_bert):
     tmp = tmp_path_factory.mktemp("ui-study")
-    r = subprocess.run([
-        sys.executable, "-m", "search.run", "absa", "--model", str(tiny_bert), "--trials", "2", "--epochs", "1",
-        "--seeds", "2", "--no-report", "--no-finalize", "--name", "ui-study", "--tracking-uri", f"sqlite:///{tmp}/mlflow.db",
-        "--optuna-storage", f"sqlite:///{tmp}/optuna.db", "--storage", str(tmp / "ray"),
-    ], cwd=tmp, env=env(), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "search.run",
+            "absa",
+            "--model",
+            str(tiny_bert),
+            "--trials",
+            "2",
+            "--epochs",
+            "1",
+            "--seeds",
+            "2",
+            "--no-report",
+            "--no-finalize",
+            "--name",
+            "ui-study",
+            "--tracking-uri",
+            f"sqlite:///{tmp}/mlflow.db",
+            "--optuna-storage",
+            f"sqlite:///{tmp}/optuna.db",
+            "--storage",
+            str(tmp / "ray"),
+        ],
+        cwd=tmp,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     return tmp, r
 
@@ -49,11 +77,26 @@ def server(study):
 def render(url: str, tmp: Path) -> str:
     """The page's DOM once its scripts have run, as headless Chromium sees it."""
     profile = tmp / f"chromium-{time.time_ns()}"
-    r = subprocess.run([
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", f"--user-data-dir={profile}", "--window-size=1920,1200",
-        "--virtual-time-budget=15000", "--dump-dom", url,
-    ], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--window-size=1920,1200",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stdout
 
@@ -70,8 +113,14 @@ def test_console_names_trials_and_keeps_library_notices_out(study):
     _, r = study
     out = r.stdout + r.stderr
     assert "[t00] completed  objective=" in r.stdout and "t00 baseline" in r.stdout
-    for chatter in ("Started a local Ray instance", "Checkpoint successfully created", "snapshotting",
-                    "A new study created", "Creating initial MLflow database tables", "tensorboardx"):
+    for chatter in (
+        "Started a local Ray instance",
+        "Checkpoint successfully created",
+        "snapshotting",
+        "A new study created",
+        "Creating initial MLflow database tables",
+        "tensorboardx",
+    ):
         assert chatter not in out, chatter
 
 
@@ -104,10 +153,13 @@ def test_experiment_page_opens_on_runs_for_model_training(study, server):
 def test_compare_runs_shows_objective_and_schema(study, server):
     tmp, _ = study
     experiment, trials = records(study)
-    query = urllib.parse.urlencode({
-        "runs": json.dumps([t.info.run_id for t in trials]), "experiments": json.dumps([experiment.experiment_id]),
-        "workflowType": "machine_learning",
-    })
+    query = urllib.parse.urlencode(
+        {
+            "runs": json.dumps([t.info.run_id for t in trials]),
+            "experiments": json.dumps([experiment.experiment_id]),
+            "workflowType": "machine_learning",
+        }
+    )
     page = render(f"{server}#/compare-runs?{query}", tmp)
     assert f"Comparing {len(trials)} Runs" in page
     for text in ("objective", "schema", "aux", *(t.info.run_name for t in trials)):

@@ -52,7 +52,11 @@ def test_log_winner_registers_a_model_the_cli_and_the_server_agree_on(tiny_winne
     assert model_uri == "models:/absa-best/1"
     version = client.get_model_version("absa-best", "1")
     assert version.run_id == run_id
-    assert version.tags["seed"] == "1" and version.tags["tasks"] == "semeval,pos" and version.tags["canonical_key"] == "k #1"
+    assert (
+        version.tags["seed"] == "1"
+        and version.tags["tasks"] == "semeval,pos"
+        and version.tags["canonical_key"] == "k #1"
+    )
     assert version.tags["metric.semeval/test/acc_4way"] == "0.7" and version.tags["config.lr"] == "0.001"
     assert "semeval+pos" in version.description and "semeval/dev/acc_4way | 0.7500" in version.description
     assert log_winner(uri, run_id, "absa", checkpoint, config, tokenizer, metrics, {}) == "models:/absa-best/2"
@@ -61,22 +65,57 @@ def test_log_winner_registers_a_model_the_cli_and_the_server_agree_on(tiny_winne
     path = os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")])
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MLFLOW_TRACKING_URI": uri, "PATH": path}
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n")
-    r = subprocess.run([sys.executable, "-m", "trainables.predict", "--model", model_uri, "--input", str(tmp_path / "in.txt"),
-                        "--out", str(tmp_path / "p.jsonl")], capture_output=True, text=True, env=env, cwd=tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainables.predict",
+            "--model",
+            model_uri,
+            "--input",
+            str(tmp_path / "in.txt"),
+            "--out",
+            str(tmp_path / "p.jsonl"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     cli = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert [c["input"] for c in cli] == SENTENCES and all(len(c["aspects"]) == 5 for c in cli)
 
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "models", "serve", "-m", model_uri, "--env-manager", "local",
-         "-h", "127.0.0.1", "-p", str(port)],
-        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "models",
+            "serve",
+            "-m",
+            model_uri,
+            "--env-manager",
+            "local",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(port),
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
     )
     try:
         wait_for(f"http://127.0.0.1:{port}/ping", server)
         body = json.dumps({"dataframe_split": {"columns": ["text"], "data": [[s] for s in SENTENCES]}}).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/invocations", body, {"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/invocations", body, {"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(request, timeout=60) as response:
             served = json.loads(response.read())["predictions"]
     finally:

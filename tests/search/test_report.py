@@ -9,8 +9,9 @@ from trainables.config import TrainConfig
 def test_the_baseline_lr_says_where_it_comes_from():
     assert baseline_lr(2e-5, 2e-5) == "The baseline trains with lr 2e-05 (the thesis's)."
     assert baseline_lr(1e-4, 1e-4) == "The baseline trains with lr 0.0001, the preset's, not the thesis's 2e-05."
-    assert baseline_lr(5e-5, 2e-5) == ("The baseline trains with lr 5e-05: moved into the study's lr range from the "
-                                       "preset's 2e-05 (the thesis's).")
+    assert baseline_lr(5e-5, 2e-5) == (
+        "The baseline trains with lr 5e-05: moved into the study's lr range from the preset's 2e-05 (the thesis's)."
+    )
     assert baseline_lr(5e-5, 1e-4).endswith("from the preset's 0.0001 (the thesis's is 2e-05).")
 
 

@@ -10,8 +10,9 @@ METRIC = "semeval/dev/acc_4way/mean"
 
 
 def run_rung(scheduler_class):
-    s = scheduler_class(metric=METRIC, mode="max", time_attr="training_iteration", max_t=4, grace_period=1,
-                        reduction_factor=2)
+    s = scheduler_class(
+        metric=METRIC, mode="max", time_attr="training_iteration", max_t=4, grace_period=1, reduction_factor=2
+    )
     good = SimpleNamespace(trial_id="good", config={"baseline": False})
     base = SimpleNamespace(trial_id="base", config={"baseline": True})
     weak = SimpleNamespace(trial_id="weak", config={"baseline": False})

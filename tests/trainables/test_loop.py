@@ -15,9 +15,17 @@ from trainables.tasks import get_task
 
 def tiny_config(model, **kw) -> TrainConfig:
     base = dict(
-        tasks=("semeval", "sst2", "pos"), primary="semeval", sampling=SamplingConfig(schema="anneal"),
-        encoder=EncoderConfig(model=str(model), max_seq_length=48), epochs=2, batch_size=8, lr=1e-3,
-        max_train_examples=100, max_eval_examples=50, seed=3, warmup=0.0,
+        tasks=("semeval", "sst2", "pos"),
+        primary="semeval",
+        sampling=SamplingConfig(schema="anneal"),
+        encoder=EncoderConfig(model=str(model), max_seq_length=48),
+        epochs=2,
+        batch_size=8,
+        lr=1e-3,
+        max_train_examples=100,
+        max_eval_examples=50,
+        seed=3,
+        warmup=0.0,
     )
     base.update(kw)
     return TrainConfig(**base)
@@ -95,7 +103,9 @@ def test_summary_defaults_to_the_pooling_the_encoder_declares(tiny_bert, tmp_pat
 
 def test_xlnet_left_padding_and_last_token_summary(tiny_xlnet):
     # long enough that rows differ in length (the tiny vocabulary spells most words out)
-    config = tiny_config(tiny_xlnet, tasks=("semeval", "pos"), epochs=1, encoder=EncoderConfig(str(tiny_xlnet), max_seq_length=256))
+    config = tiny_config(
+        tiny_xlnet, tasks=("semeval", "pos"), epochs=1, encoder=EncoderConfig(str(tiny_xlnet), max_seq_length=256)
+    )
     trainer = Trainer(config)
     assert trainer.padding.left and trainer.model.summary == "last"
     # a real XLNet tokenizer: text_a <sep> text_b <sep> <cls>, segments 0 / 1 / 2, pads on the left
@@ -117,12 +127,15 @@ def test_xlnet_left_padding_and_last_token_summary(tiny_xlnet):
     assert 0.0 <= metrics["semeval/dev/acc_4way"] <= 1.0 and 0.0 <= metrics["pos/dev/token_acc"] <= 1.0
 
 
-@pytest.mark.parametrize("how,right_padded,left_padded", [
-    # hidden value = position; row 0 has 2 real tokens, row 1 has 4 (no padding)
-    ("first", [0, 4], [2, 4]),  # left padding: the first *real* token, not the pad at 0
-    ("last", [1, 7], [3, 7]),
-    ("mean", [0.5, 5.5], [2.5, 5.5]),
-])
+@pytest.mark.parametrize(
+    "how,right_padded,left_padded",
+    [
+        # hidden value = position; row 0 has 2 real tokens, row 1 has 4 (no padding)
+        ("first", [0, 4], [2, 4]),  # left padding: the first *real* token, not the pad at 0
+        ("last", [1, 7], [3, 7]),
+        ("mean", [0.5, 5.5], [2.5, 5.5]),
+    ],
+)
 def test_summaries_pick_the_right_positions(how, right_padded, left_padded):
     hidden = torch.arange(2 * 4 * 1, dtype=torch.float32).reshape(2, 4, 1)  # (B, T, H)
     right = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
@@ -194,8 +207,21 @@ def test_core_runs_without_ray_or_mlflow(tiny_bert, data_dir):
 
 
 def test_train_cli_bad_input_is_one_line(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "trainables.train", "--tasks", "semeval,sst2", "--primary", "pos",
-                        "--metrics-out", str(tmp_path / "m.json")], capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "trainables.train",
+            "--tasks",
+            "semeval,sst2",
+            "--primary",
+            "pos",
+            "--metrics-out",
+            str(tmp_path / "m.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and r.stderr.strip() == "error: primary task 'pos' is not among tasks semeval,sst2"
     assert not (tmp_path / "m.json").exists()
 
@@ -207,12 +233,24 @@ def csv_task(root, name: str, pairs: bool) -> str:
     for i in range(48):
         w = words[i % 6]
         b = "" if i % 5 == 0 else f"the {w} one"  # some empty text_b cells
-        rows.append(f"{i},a {w} film,{b},{'pos' if i % 6 < 3 else 'neg'}" if pairs else
-                    f"{i},a {w} film,{'pos' if i % 6 < 3 else 'neg'}")
+        rows.append(
+            f"{i},a {w} film,{b},{'pos' if i % 6 < 3 else 'neg'}"
+            if pairs
+            else f"{i},a {w} film,{'pos' if i % 6 < 3 else 'neg'}"
+        )
     (root / f"{name}.v1.csv").write_text("\n".join(rows) + "\n")
     config = root / f"{name}.task.json"
-    config.write_text(json.dumps({"name": name, "labels": ["neg", "pos"], "train": f"{name}.v1.csv",
-                                  "dev": f"{name}.v1.csv", "test": f"{name}.v1.csv"}))
+    config.write_text(
+        json.dumps(
+            {
+                "name": name,
+                "labels": ["neg", "pos"],
+                "train": f"{name}.v1.csv",
+                "dev": f"{name}.v1.csv",
+                "test": f"{name}.v1.csv",
+            }
+        )
+    )
     return f"csv:{config}"
 
 
@@ -251,8 +289,11 @@ def test_two_tasks_with_one_name_are_refused(tiny_bert, tmp_path):
     a, b = csv_task(tmp_path, "same", False), csv_task(tmp_path / "other", "same", True)
     with pytest.raises(ConfigError, match=r"are both named 'same'.*expected one task per name"):
         prepare_data(tiny_config(tiny_bert, tasks=(a, b), primary=a), tokenizer)
-    r = subprocess.run([sys.executable, "-m", "trainables.train", "--tasks", "sst2,semeval,semeval:QA_M",
-                        "--model", str(tiny_bert)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "trainables.train", "--tasks", "sst2,semeval,semeval:QA_M", "--model", str(tiny_bert)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert r.stderr.startswith("error: tasks 'semeval' and 'semeval:QA_M' are both named 'semeval'")
 
@@ -274,11 +315,11 @@ def test_truncation_cuts_the_sentence_never_the_auxiliary(spec, tiny_bert, data_
     ids = data.ids.tolist()
     aux_ids = tokenizer(aux, add_special_tokens=False)["input_ids"]
     sep = ids.index(tokenizer.sep_token_id)
-    first, second = ids[1:sep], ids[sep + 1:-1]  # [CLS] a [SEP] b [SEP]
+    first, second = ids[1:sep], ids[sep + 1 : -1]  # [CLS] a [SEP] b [SEP]
     assert len(ids) == 32
     assert (second if task.sentence_side == "a" else first) == aux_ids  # the auxiliary, whole
     kept = first if task.sentence_side == "a" else second
-    assert kept == tokenizer(long, add_special_tokens=False)["input_ids"][:len(kept)]  # the sentence, cut at its end
+    assert kept == tokenizer(long, add_special_tokens=False)["input_ids"][: len(kept)]  # the sentence, cut at its end
     # an auxiliary longer than max_seq_length alone cannot stay whole: that row falls back, with a warning
     short = encode([row, Example("x", "good", "film", 0)], task.kind, tokenizer, 8, sentence=task.sentence_side)
     assert short.lengths().tolist() == [8, 5]

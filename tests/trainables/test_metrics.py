@@ -20,34 +20,40 @@ def test_group_scores_normalise_p_yes_per_group():
 def test_semeval_four_way_skips_none_and_falls_back():
     # gold: positive, none, conflict, negative
     gold = np.array([0, 4, 3, 2])
-    score = np.array([
-        [0.1, 0.0, 0.0, 0.0, 0.9],  # pred none -> fallback argmax of first 4 = positive: right
-        [0.9, 0.0, 0.0, 0.0, 0.1],  # gold none: skipped
-        [0.0, 0.0, 0.0, 0.6, 0.4],  # conflict: right
-        [0.5, 0.0, 0.4, 0.0, 0.1],  # positive vs gold negative: wrong
-    ])
+    score = np.array(
+        [
+            [0.1, 0.0, 0.0, 0.0, 0.9],  # pred none -> fallback argmax of first 4 = positive: right
+            [0.9, 0.0, 0.0, 0.0, 0.1],  # gold none: skipped
+            [0.0, 0.0, 0.0, 0.6, 0.4],  # conflict: right
+            [0.5, 0.0, 0.4, 0.0, 0.1],  # positive vs gold negative: wrong
+        ]
+    )
     assert m.semeval_accuracy(score, gold, 4) == pytest.approx(2 / 3)
 
 
 def test_semeval_three_way_skips_conflict_and_falls_back():
     gold = np.array([1, 3, 2, 0])
-    score = np.array([
-        [0.1, 0.3, 0.0, 0.6, 0.0],  # pred conflict -> fallback among 0..2 = neutral: right
-        [0.0, 0.0, 0.0, 1.0, 0.0],  # gold conflict: skipped
-        [0.0, 0.0, 0.2, 0.0, 0.8],  # pred none -> negative: right
-        [0.0, 0.6, 0.4, 0.0, 0.0],  # neutral vs positive: wrong
-    ])
+    score = np.array(
+        [
+            [0.1, 0.3, 0.0, 0.6, 0.0],  # pred conflict -> fallback among 0..2 = neutral: right
+            [0.0, 0.0, 0.0, 1.0, 0.0],  # gold conflict: skipped
+            [0.0, 0.0, 0.2, 0.0, 0.8],  # pred none -> negative: right
+            [0.0, 0.6, 0.4, 0.0, 0.0],  # neutral vs positive: wrong
+        ]
+    )
     assert m.semeval_accuracy(score, gold, 3) == pytest.approx(2 / 3)
 
 
 def test_semeval_two_way_fallback_and_ties():
     gold = np.array([0, 2, 1, 2])
-    score = np.array([
-        [0.2, 0.6, 0.2, 0.0, 0.0],  # pred neutral -> tie 0.2 vs 0.2 goes to positive: right
-        [0.1, 0.5, 0.4, 0.0, 0.0],  # pred neutral -> negative: right
-        [1.0, 0.0, 0.0, 0.0, 0.0],  # gold neutral: skipped
-        [0.3, 0.0, 0.3, 0.0, 0.4],  # pred none -> tie goes to positive: wrong
-    ])
+    score = np.array(
+        [
+            [0.2, 0.6, 0.2, 0.0, 0.0],  # pred neutral -> tie 0.2 vs 0.2 goes to positive: right
+            [0.1, 0.5, 0.4, 0.0, 0.0],  # pred neutral -> negative: right
+            [1.0, 0.0, 0.0, 0.0, 0.0],  # gold neutral: skipped
+            [0.3, 0.0, 0.3, 0.0, 0.4],  # pred none -> tie goes to positive: wrong
+        ]
+    )
     assert m.semeval_accuracy(score, gold, 2) == pytest.approx(2 / 3)
 
 
@@ -86,10 +92,18 @@ def test_sentihood_macro_f1_groups_by_four():
 
 def test_sentihood_auc_and_sentiment_accuracy():
     gold = np.array([1, 0, 2, 0, 0, 2, 0, 1])  # every aspect position has a None and a sentiment
-    score = np.array([
-        [0.1, 0.8, 0.1], [0.9, 0.05, 0.05], [0.2, 0.3, 0.5], [0.6, 0.2, 0.2],
-        [0.9, 0.05, 0.05], [0.3, 0.4, 0.3], [0.7, 0.2, 0.1], [0.2, 0.5, 0.3],
-    ])
+    score = np.array(
+        [
+            [0.1, 0.8, 0.1],
+            [0.9, 0.05, 0.05],
+            [0.2, 0.3, 0.5],
+            [0.6, 0.2, 0.2],
+            [0.9, 0.05, 0.05],
+            [0.3, 0.4, 0.3],
+            [0.7, 0.2, 0.1],
+            [0.2, 0.5, 0.3],
+        ]
+    )
     out = m.sentihood_metrics(score, gold)
     assert out["aspect_auc"] == 1.0  # P(None) ranks the None row first at every aspect
     # sentiment rows: [0] pos s=.11 right, [2] neg s=.625 right, [5] neg s=3/7 wrong, [7] pos s=.375 right
@@ -110,6 +124,7 @@ def test_sentihood_sentiment_auc_per_aspect_then_mean():
 def test_sentihood_macro_auc_is_nan_when_one_aspect_has_one_class():
     """Sun et al. average roc_auc_score over all 4 aspects, which fails on a one-class aspect:
     the macro value is NaN, not the mean of the other three."""
+
     def scores(gold):
         return m.sentihood_metrics(one_hot(gold, 3), gold)  # perfect predictions: every defined AUC is 1
 
@@ -171,13 +186,15 @@ def test_semeval_aspect_prf_zero_divisions_give_zero():
 def test_semeval_metrics_keys_and_hand_values():
     # one sentence, gold: price positive, food conflict, rest none
     gold = np.array([0, 4, 3, 4, 4])
-    score = np.array([
-        [0.1, 0.1, 0.1, 0.1, 0.6],  # price: pred none; 4-way falls back to positive (tie -> first)
-        [0.0, 0.0, 0.0, 0.0, 1.0],
-        [0.1, 0.0, 0.5, 0.4, 0.0],  # food: pred negative vs conflict
-        [0.0, 0.6, 0.0, 0.0, 0.4],  # ambience: predicted, not gold
-        [0.0, 0.0, 0.0, 0.0, 1.0],
-    ])
+    score = np.array(
+        [
+            [0.1, 0.1, 0.1, 0.1, 0.6],  # price: pred none; 4-way falls back to positive (tie -> first)
+            [0.0, 0.0, 0.0, 0.0, 1.0],
+            [0.1, 0.0, 0.5, 0.4, 0.0],  # food: pred negative vs conflict
+            [0.0, 0.6, 0.0, 0.0, 0.4],  # ambience: predicted, not gold
+            [0.0, 0.0, 0.0, 0.0, 1.0],
+        ]
+    )
     out = m.semeval_metrics(score, gold)
     assert list(out) == ["acc_4way", "acc_3way", "acc_2way", "aspect_precision", "aspect_recall", "aspect_f1"]
     assert out["acc_4way"] == 0.5 and out["acc_3way"] == 1.0 and out["acc_2way"] == 1.0

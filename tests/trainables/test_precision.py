@@ -16,9 +16,18 @@ from trainables.tasks import get_task
 
 def config(model, **kw) -> TrainConfig:
     base = dict(
-        tasks=("semeval", "sst2", "pos"), primary="semeval", sampling=SamplingConfig(schema="anneal"),
-        encoder=EncoderConfig(model=str(model), max_seq_length=48), epochs=2, batch_size=8, lr=1e-3,
-        max_train_examples=64, max_eval_examples=32, seed=3, warmup=0.0, evaluate_test=False,
+        tasks=("semeval", "sst2", "pos"),
+        primary="semeval",
+        sampling=SamplingConfig(schema="anneal"),
+        encoder=EncoderConfig(model=str(model), max_seq_length=48),
+        epochs=2,
+        batch_size=8,
+        lr=1e-3,
+        max_train_examples=64,
+        max_eval_examples=32,
+        seed=3,
+        warmup=0.0,
+        evaluate_test=False,
     )
     base.update(kw)
     return TrainConfig(**base)
@@ -91,13 +100,18 @@ def test_accumulation_steps_the_optimizer_once_per_group(tiny_bert):
 
 
 def test_half_batches_accumulated_twice_match_full_batches(no_dropout_bert):
-    full = config(no_dropout_bert, tasks=("sst2",), primary="sst2", encoder=EncoderConfig(
-        model=str(no_dropout_bert), max_seq_length=48, dropout=0.0), batch_size=8)
+    full = config(
+        no_dropout_bert,
+        tasks=("sst2",),
+        primary="sst2",
+        encoder=EncoderConfig(model=str(no_dropout_bert), max_seq_length=48, dropout=0.0),
+        batch_size=8,
+    )
     half = full.with_(batch_size=4, grad_accum=2)
 
     # gradients of one optimizer step: the same 8 rows, as one batch or as two halves
     a, b = Trainer(full), Trainer(half)
-    (ta, batch), = a.draws(0, 1)
+    ((ta, batch),) = a.draws(0, 1)
     a.backward(ta, batch)
     for tb, batch in b.draws(0, 2):
         b.backward(tb, batch, 0.5)

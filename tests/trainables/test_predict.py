@@ -49,10 +49,16 @@ def test_predictions_equal_the_loops_probabilities(model_dir, tiny_winner, monke
     for i, aspect in enumerate(out["aspects"].values()):
         assert list(aspect["probabilities"].values()) == pytest.approx(expected[i], abs=1e-5)
         probs = aspect["probabilities"]
-        assert aspect["polarity"] == max(probs, key=probs.get) and list(probs) == ["positive", "neutral", "negative", "conflict", "none"]
+        assert aspect["polarity"] == max(probs, key=probs.get) and list(probs) == [
+            "positive",
+            "neutral",
+            "negative",
+            "conflict",
+            "none",
+        ]
     # pos: one tag per whitespace word, the loop's argmax
     words = pos.dev_examples[0].text_a.split(" ")
-    tags = trainer.predict("pos", pos.dev)[:len(words)].argmax(1)
+    tags = trainer.predict("pos", pos.dev)[: len(words)].argmax(1)
     [tagged] = predictor.predict(["  ".join(words)], "pos")  # any whitespace separates words
     assert tagged["words"] == words and tagged["tags"] == [pos.task.labels[t] for t in tags]
     # batched, in chunks of 2 inputs: the same as one at a time
@@ -67,11 +73,11 @@ def test_predictions_equal_the_loops_probabilities(model_dir, tiny_winner, monke
 @pytest.mark.parametrize("spec", CONSTRUCTIONS)
 def test_inputs_are_built_as_the_examples(spec, data_dir):
     task = get_task(spec, data_dir)
-    rows = task.examples("dev")[:task.group_size]
+    rows = task.examples("dev")[: task.group_size]
     sentence = rows[0].text_a if task.sentence_side == "a" else rows[0].text_b
     raw = sentence.replace("location - 1", "LOCATION1").replace("location - 2", "LOCATION2").upper()
     built = task.inputs(raw if spec.startswith("sentihood") else sentence)
-    assert [(r.text_a, r.text_b) for r in built[:task.group_size]] == [(r.text_a, r.text_b) for r in rows]
+    assert [(r.text_a, r.text_b) for r in built[: task.group_size]] == [(r.text_a, r.text_b) for r in rows]
 
 
 def test_decode_aggregates_as_the_metrics(data_dir):
@@ -89,8 +95,16 @@ def test_decode_aggregates_as_the_metrics(data_dir):
     assert rows[0].text_a == "location - 2 is cheap, location - 1's safe" and len(rows) == 8
     probs = np.tile([0.2, 0.7, 0.1], (8, 1))
     out = sentihood.decode(probs, rows)["locations"]
-    assert list(out) == ["LOCATION1", "LOCATION2"] and list(out["LOCATION1"]) == ["general", "price", "safety", "transit-location"]
-    assert out["LOCATION2"]["safety"] == {"polarity": "Positive", "probabilities": pytest.approx({"None": 0.2, "Positive": 0.7, "Negative": 0.1})}
+    assert list(out) == ["LOCATION1", "LOCATION2"] and list(out["LOCATION1"]) == [
+        "general",
+        "price",
+        "safety",
+        "transit-location",
+    ]
+    assert out["LOCATION2"]["safety"] == {
+        "polarity": "Positive",
+        "probabilities": pytest.approx({"None": 0.2, "Positive": 0.7, "Negative": 0.1}),
+    }
     with pytest.raises(DataError, match="no location"):
         sentihood.inputs("a nice area")
 
@@ -104,7 +118,18 @@ def cli(monkeypatch, capsys, *args) -> tuple[int, str]:
 
 def test_cli_writes_one_json_line_per_input(model_dir, tmp_path, monkeypatch, capsys):
     (tmp_path / "in.txt").write_text("Great food.\n\n  \nEU rejects German call\n", encoding="utf-8")
-    code, _ = cli(monkeypatch, capsys, "--model", model_dir, "--input", tmp_path / "in.txt", "--out", tmp_path / "p.jsonl", "--task", "pos")
+    code, _ = cli(
+        monkeypatch,
+        capsys,
+        "--model",
+        model_dir,
+        "--input",
+        tmp_path / "in.txt",
+        "--out",
+        tmp_path / "p.jsonl",
+        "--task",
+        "pos",
+    )
     records = [json.loads(line) for line in (tmp_path / "p.jsonl").read_text().splitlines()]
     assert code == 0 and [r["input"] for r in records] == ["Great food.", "EU rejects German call"]
     assert records[1]["task"] == "pos" and len(records[1]["tags"]) == 4
@@ -133,6 +158,11 @@ def test_bad_input_is_one_line_and_exit_2(model_dir, tmp_path, monkeypatch, caps
         assert code == 2 and line.startswith("error: ") and message in line, (change, line)
     assert not out.exists()
     # and as a real process: exactly one line on stderr
-    r = subprocess.run([sys.executable, "-m", "trainables.predict", "--model", str(broken), "--input", str(good),
-                        "--out", str(out)], capture_output=True, text=True, cwd=ROOT, env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(
+        [sys.executable, "-m", "trainables.predict", "--model", str(broken), "--input", str(good), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing tasks.json" in r.stderr, r.stderr

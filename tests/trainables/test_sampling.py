@@ -95,26 +95,32 @@ def test_steps_per_epoch_is_mean_of_batches():
 
 
 def test_tier_weights_and_parsing():
-    c = TrainConfig(tasks=("semeval", "sst2", "pos"), primary="semeval",
-                    sampling=SamplingConfig(weights=parse_weights("pos=tertiary")))
+    c = TrainConfig(
+        tasks=("semeval", "sst2", "pos"),
+        primary="semeval",
+        sampling=SamplingConfig(weights=parse_weights("pos=tertiary")),
+    )
     assert c.task_weights() == (4.0, 2.0, 1.0)
     assert parse_weights("sst2=1.5, pos=secondary") == (("sst2", 1.5), ("pos", 2.0))
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: SamplingConfig(schema="cubic"),
-    lambda: SamplingConfig(schema="power"),
-    lambda: SamplingConfig(schema="prop", exponent=2.0),
-    lambda: SamplingConfig(schema="anneal", anneal_c=1.5),
-    lambda: SamplingConfig(weights=(("pos", -1.0),)),
-    lambda: parse_weights("pos"),
-    lambda: parse_weights("pos=big"),
-    lambda: TrainConfig(tasks=("sst2",), primary="semeval"),
-    lambda: TrainConfig(tasks=(), primary="semeval"),
-    lambda: TrainConfig(tasks=("sst2", "sst2"), primary="sst2"),
-    lambda: TrainConfig(tasks=("sst2",), primary="sst2", warmup=1.0),
-    lambda: TrainConfig(tasks=("sst2",), primary="sst2", lr=0.0),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: SamplingConfig(schema="cubic"),
+        lambda: SamplingConfig(schema="power"),
+        lambda: SamplingConfig(schema="prop", exponent=2.0),
+        lambda: SamplingConfig(schema="anneal", anneal_c=1.5),
+        lambda: SamplingConfig(weights=(("pos", -1.0),)),
+        lambda: parse_weights("pos"),
+        lambda: parse_weights("pos=big"),
+        lambda: TrainConfig(tasks=("sst2",), primary="semeval"),
+        lambda: TrainConfig(tasks=(), primary="semeval"),
+        lambda: TrainConfig(tasks=("sst2", "sst2"), primary="sst2"),
+        lambda: TrainConfig(tasks=("sst2",), primary="sst2", warmup=1.0),
+        lambda: TrainConfig(tasks=("sst2",), primary="sst2", lr=0.0),
+    ],
+)
 def test_bad_config_is_rejected(bad):
     with pytest.raises(ConfigError):
         bad()

@@ -24,7 +24,14 @@ def write_csv_task(root: Path, kind: str = "sequence") -> Path:
     """A tiny ``csv:`` task config (and its files) under ``root``."""
     if kind == "tagging":
         (root / "tags.csv").write_text("id,text_a,label\n1,the cat,D N\n2,a dog barks,D N V\n")
-        spec = {"name": "tagger", "kind": "tagging", "labels": ["D", "N", "V"], "train": "tags.csv", "dev": "tags.csv", "test": "tags.csv"}
+        spec = {
+            "name": "tagger",
+            "kind": "tagging",
+            "labels": ["D", "N", "V"],
+            "train": "tags.csv",
+            "dev": "tags.csv",
+            "test": "tags.csv",
+        }
     else:
         (root / "tr.csv").write_text("id,text_a,text_b,label\n1,good film,,pos\n2,bad film,,neg\n")
         spec = {"name": "reviews", "labels": ["neg", "pos"], "train": "tr.csv", "dev": "tr.csv", "test": "tr.csv"}
@@ -33,8 +40,20 @@ def write_csv_task(root: Path, kind: str = "sequence") -> Path:
     return config
 
 
-SPECS = ["semeval", "semeval:NLI_M", "semeval:QA_M", "semeval:NLI_B", "sentihood", "sentihood:NLI_M",
-         "sentihood:QA_M", "sentihood:NLI_B", "sst2", "pos", "csv:sequence", "csv:tagging"]
+SPECS = [
+    "semeval",
+    "semeval:NLI_M",
+    "semeval:QA_M",
+    "semeval:NLI_B",
+    "sentihood",
+    "sentihood:NLI_M",
+    "sentihood:QA_M",
+    "sentihood:NLI_B",
+    "sst2",
+    "pos",
+    "csv:sequence",
+    "csv:tagging",
+]
 
 
 def test_specs_cover_every_registered_task():
@@ -56,14 +75,17 @@ def test_every_task_gives_labelled_rows_in_whole_groups(spec, data_dir, tmp_path
         # uniform predictions score without error
         n = len(labels) if task.kind == "tagging" else len(rows)
         out = task.metrics(np.full((n, task.num_labels), 1.0 / task.num_labels), rows)
-        assert task.primary_metric in out
+        assert out and all(isinstance(v, float) for v in out.values()), out
 
 
 def test_semeval_test_qa_b_matches_sun_et_al(data_dir):
     rows = get_task("semeval", data_dir).examples("test")
     assert len(rows) == 20000
     assert (rows[0].text_a, rows[0].text_b, rows[0].label) == (
-        "the polarity of the aspect price is positive .", "The bread is top notch as well.", 0)
+        "the polarity of the aspect price is positive .",
+        "The bread is top notch as well.",
+        0,
+    )
     assert (rows[4].text_a, rows[4].label) == ("the polarity of the aspect price is none .", 1)
     assert (rows[12].text_a, rows[12].label) == ("the polarity of the aspect food is negative .", 0)
     assert (rows[10].text_a, rows[10].label) == ("the polarity of the aspect food is positive .", 1)
@@ -125,10 +147,21 @@ def test_sst2_splits(data_dir):
 def test_csv_task(tmp_path):
     (tmp_path / "tr.csv").write_text("id,text_a,text_b,label\n1,good film,,pos\n2,bad film,,neg\n")
     (tmp_path / "tags.csv").write_text("id,text_a,label\n1,the cat,D N\n")
-    (tmp_path / "seq.json").write_text(json.dumps(
-        {"name": "reviews", "labels": ["neg", "pos"], "train": "tr.csv", "dev": "tr.csv", "test": "tr.csv"}))
-    (tmp_path / "tag.json").write_text(json.dumps(
-        {"name": "tagger", "kind": "tagging", "labels": ["D", "N"], "train": "tags.csv", "dev": "tags.csv", "test": "tags.csv"}))
+    (tmp_path / "seq.json").write_text(
+        json.dumps({"name": "reviews", "labels": ["neg", "pos"], "train": "tr.csv", "dev": "tr.csv", "test": "tr.csv"})
+    )
+    (tmp_path / "tag.json").write_text(
+        json.dumps(
+            {
+                "name": "tagger",
+                "kind": "tagging",
+                "labels": ["D", "N"],
+                "train": "tags.csv",
+                "dev": "tags.csv",
+                "test": "tags.csv",
+            }
+        )
+    )
     seq = get_task(f"csv:{tmp_path / 'seq.json'}", tmp_path)
     assert seq.name == "reviews" and [r.label for r in seq.examples("train")] == [1, 0]
     tag = get_task(f"csv:{tmp_path / 'tag.json'}", tmp_path)
@@ -142,22 +175,34 @@ def test_semeval_other_constructions(data_dir):
     assert first["QA_M"][0].text_b == "what do you think of the price of it ?"
     # Sun et al.'s generate_semeval_NLI_B_QA_B.py: label + " - " + aspect
     assert [(r.text_a, r.label) for r in first["NLI_B"][3:6]] == [
-        ("conflict - price", 0), ("none - price", 1), ("positive - anecdotes", 0)]
+        ("conflict - price", 0),
+        ("none - price", 1),
+        ("positive - anecdotes", 0),
+    ]
     assert get_task("semeval:QA_M", data_dir).group_size == 5 and get_task("semeval:NLI_B", data_dir).group_size == 25
 
 
 def test_sentihood_other_constructions_and_train(data_dir):
     nli = get_task("sentihood:NLI_M", data_dir).examples("dev")
-    assert (nli[0].text_a, nli[0].text_b, nli[0].label) == ("i stayed in location - 1 and loved the area", "location - 1 - general", 1)
+    assert (nli[0].text_a, nli[0].text_b, nli[0].label) == (
+        "i stayed in location - 1 and loved the area",
+        "location - 1 - general",
+        1,
+    )
     assert nli[3].text_b == "location - 1 - transit location"
     # Sun et al.'s generate_sentihood_QA_M.py and generate_sentihood_NLI_B_QA_B.py
     qa_m = get_task("sentihood:QA_M", data_dir).examples("dev")
-    assert [r.text_b for r in qa_m[1:4]] == ["what do you think of the price of location - 1 ?",
-                                            "what do you think of the safety of location - 1 ?",
-                                            "what do you think of the transit location of location - 1 ?"]
+    assert [r.text_b for r in qa_m[1:4]] == [
+        "what do you think of the price of location - 1 ?",
+        "what do you think of the safety of location - 1 ?",
+        "what do you think of the transit location of location - 1 ?",
+    ]
     nli_b = get_task("sentihood:NLI_B", data_dir).examples("dev")
     assert [r.text_a for r in nli_b[:3]] == [
-        "None - location - 1 - general", "Positive - location - 1 - general", "Negative - location - 1 - general"]
+        "None - location - 1 - general",
+        "Positive - location - 1 - general",
+        "Negative - location - 1 - general",
+    ]
     assert nli_b[-1].text_a == "Negative - location - 2 - transit location"
     task = get_task("sentihood", data_dir)
     train = task.examples("train")
@@ -192,8 +237,11 @@ def test_sst2_holdout_and_thesis(data_dir):
 def test_pos_tags_are_those_of_train(data_dir):
     from trainables.tasks.pos import TAGS
 
-    seen = {line.split()[1] for line in (data_dir / "conll2003" / "train.txt").read_text().splitlines()
-            if line.strip() and not line.startswith("-DOCSTART-")}
+    seen = {
+        line.split()[1]
+        for line in (data_dir / "conll2003" / "train.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("-DOCSTART-")
+    }
     assert TAGS == tuple(sorted(seen)) and "NN|SYM" in TAGS and len(TAGS) == 45
     task = get_task("pos", data_dir)
     for split, sentences, tokens in (("dev", 3250, 51362), ("test", 3453, 46435)):
@@ -203,6 +251,7 @@ def test_pos_tags_are_those_of_train(data_dir):
 
 
 # -- bad input: one line naming the file, the record and what was expected -------------
+
 
 def test_unknown_task_name(data_dir):
     with pytest.raises(DataError, match="unknown task 'semevl'.*expected one of"):
@@ -219,8 +268,10 @@ def test_missing_dataset_names_files_and_source(tmp_path, data_dir):
     with pytest.raises(DataError) as err:
         get_task("sentihood", tmp_path).examples("test")
     message = str(err.value)
-    assert message.startswith("sentihood: missing dataset file(s) sentihood/bert-pair/train_NLI_M.tsv, "
-                              "sentihood/bert-pair/test_NLI_M.tsv under data root")
+    assert message.startswith(
+        "sentihood: missing dataset file(s) sentihood/bert-pair/train_NLI_M.tsv, "
+        "sentihood/bert-pair/test_NLI_M.tsv under data root"
+    )
     assert "expected sentihood/bert-pair/train_NLI_M.tsv, sentihood/bert-pair/dev_NLI_M.tsv, " in message
     assert "github.com/Drdajie/QA-B" in message
     for name, files in (("pos", ("train.txt", "valid.txt", "test.txt")), ("sst2", ("train.tsv", "dev.tsv"))):
@@ -230,14 +281,18 @@ def test_missing_dataset_names_files_and_source(tmp_path, data_dir):
 
 
 def test_malformed_xml(tmp_path, data_dir):
-    root = broken_root(tmp_path, data_dir, "semeval2014/raw/Restaurants_Test_Gold.xml", "<sentences><sentence id='1'><text>x</text>")
+    root = broken_root(
+        tmp_path, data_dir, "semeval2014/raw/Restaurants_Test_Gold.xml", "<sentences><sentence id='1'><text>x</text>"
+    )
     with pytest.raises(DataError, match=r"Restaurants_Test_Gold.xml:1: malformed XML"):
         get_task("semeval", root).examples("test")
 
 
 def test_unknown_semeval_polarity(tmp_path, data_dir):
-    xml = ('<sentences><sentence id="7"><text>ok</text><aspectCategories>'
-           '<aspectCategory category="food" polarity="great"/></aspectCategories></sentence></sentences>')
+    xml = (
+        '<sentences><sentence id="7"><text>ok</text><aspectCategories>'
+        '<aspectCategory category="food" polarity="great"/></aspectCategories></sentence></sentences>'
+    )
     root = broken_root(tmp_path, data_dir, "semeval2014/raw/Restaurants_Test_Gold.xml", xml)
     with pytest.raises(DataError, match=r"sentence 7: unknown polarity 'great'"):
         get_task("semeval", root).examples("test")
@@ -250,15 +305,23 @@ def test_empty_file(tmp_path, data_dir):
 
 
 def test_malformed_tsv_row(tmp_path, data_dir):
-    root = broken_root(tmp_path, data_dir, "sentihood/bert-pair/dev_NLI_M.tsv",
-                       "id\tsentence1\tsentence2\tlabel\n0\ta b\tlocation - 1 - general\tNone\n1\ttoo few\n")
+    root = broken_root(
+        tmp_path,
+        data_dir,
+        "sentihood/bert-pair/dev_NLI_M.tsv",
+        "id\tsentence1\tsentence2\tlabel\n0\ta b\tlocation - 1 - general\tNone\n1\ttoo few\n",
+    )
     with pytest.raises(DataError, match=r"dev_NLI_M.tsv:3: 2 fields, expected 4"):
         get_task("sentihood", root).examples("dev")
 
 
 def test_unknown_sentihood_label(tmp_path, data_dir):
-    root = broken_root(tmp_path, data_dir, "sentihood/bert-pair/dev_NLI_M.tsv",
-                       "id\tsentence1\tsentence2\tlabel\n0\ta b\tlocation - 1 - general\tMaybe\n")
+    root = broken_root(
+        tmp_path,
+        data_dir,
+        "sentihood/bert-pair/dev_NLI_M.tsv",
+        "id\tsentence1\tsentence2\tlabel\n0\ta b\tlocation - 1 - general\tMaybe\n",
+    )
     with pytest.raises(DataError, match=r"dev_NLI_M.tsv:2: unknown label 'Maybe'"):
         get_task("sentihood", root).examples("dev")
 
@@ -274,7 +337,9 @@ def test_unknown_pos_tag_and_bad_line(tmp_path, data_dir):
 
 def test_bad_csv_task(tmp_path):
     (tmp_path / "a.csv").write_text("id,text_a,label\n1,fine,pos\n2,hmm,meh\n")
-    (tmp_path / "t.json").write_text(json.dumps({"name": "x", "labels": ["pos"], "train": "a.csv", "dev": "a.csv", "test": "a.csv"}))
+    (tmp_path / "t.json").write_text(
+        json.dumps({"name": "x", "labels": ["pos"], "train": "a.csv", "dev": "a.csv", "test": "a.csv"})
+    )
     with pytest.raises(DataError, match=r"a.csv:3: unknown label 'meh'"):
         get_task(f"csv:{tmp_path / 't.json'}", tmp_path).examples("train")
     (tmp_path / "u.json").write_text(json.dumps({"name": "x"}))
@@ -289,8 +354,10 @@ def test_unknown_construction(data_dir):
 
 def test_unknown_semeval_category_and_missing_id(tmp_path, data_dir):
     rel = "semeval2014/raw/Restaurants_Test_Gold.xml"
-    xml = ('<sentences><sentence id="9"><text>ok</text><aspectCategories>'
-           '<aspectCategory category="drinks" polarity="positive"/></aspectCategories></sentence></sentences>')
+    xml = (
+        '<sentences><sentence id="9"><text>ok</text><aspectCategories>'
+        '<aspectCategory category="drinks" polarity="positive"/></aspectCategories></sentence></sentences>'
+    )
     with pytest.raises(DataError, match=r"Restaurants_Test_Gold.xml: sentence 9: unknown category 'drinks'"):
         get_task("semeval", broken_root(tmp_path, data_dir, rel, xml)).examples("test")
     xml = "<sentences><sentence><text>ok</text></sentence></sentences>"
@@ -301,8 +368,12 @@ def test_unknown_semeval_category_and_missing_id(tmp_path, data_dir):
 
 
 def test_bad_sentihood_target(tmp_path, data_dir):
-    root = broken_root(tmp_path, data_dir, "sentihood/bert-pair/test_NLI_M.tsv",
-                       "id\tsentence1\tsentence2\tlabel\n0\ta b\tlocation - 3 - general\tNone\n")
+    root = broken_root(
+        tmp_path,
+        data_dir,
+        "sentihood/bert-pair/test_NLI_M.tsv",
+        "id\tsentence1\tsentence2\tlabel\n0\ta b\tlocation - 3 - general\tNone\n",
+    )
     with pytest.raises(DataError, match=r"test_NLI_M.tsv:2: target 'location - 3 - general'"):
         get_task("sentihood", root).examples("test")
 
@@ -319,8 +390,11 @@ def test_header_only_and_missing_column(tmp_path, data_dir):
 def test_bad_csv_task_files(tmp_path):
     def config(train: str, kind: str = "sequence", **extra) -> str:
         path = tmp_path / f"{kind}.json"
-        path.write_text(json.dumps({"name": "x", "kind": kind, "labels": ["a", "b"], "train": train,
-                                    "dev": train, "test": train, **extra}))
+        path.write_text(
+            json.dumps(
+                {"name": "x", "kind": kind, "labels": ["a", "b"], "train": train, "dev": train, "test": train, **extra}
+            )
+        )
         return f"csv:{path}"
 
     cases = {
@@ -366,21 +440,36 @@ def nli_m(rows: list[tuple[str, str, str]]) -> str:
 ASPECTS4 = ("general", "price", "safety", "transit location")
 
 
-@pytest.mark.parametrize("rows,error", [
-    # aspects out of order: the metrics would pair each score with the wrong aspect
-    ([("0", f"location - 1 - {a}", "None") for a in ("general", "safety", "price", "transit location")],
-     r"dev_NLI_M.tsv:3: aspect 'safety' of id 0 location - 1, expected 'price'"),
-    # a run that switches sentence half way
-    ([("0", "location - 1 - general", "None"), ("0", "location - 1 - price", "None"),
-      ("1", "location - 1 - safety", "None"), ("1", "location - 1 - transit location", "None")],
-     r"dev_NLI_M.tsv:4: id 1 location - 1 - safety, expected id 0 location - 1 - safety .*began on line 2"),
-    # ... or location
-    ([("0", f"location - {k} - {a}", "None") for k, a in zip("1112", ASPECTS4)],
-     r"dev_NLI_M.tsv:5: id 0 location - 2 - transit location, expected id 0 location - 1 - transit location"),
-    # a file that stops inside a run
-    ([("0", f"location - 1 - {a}", "None") for a in ASPECTS4] + [("1", "location - 1 - general", "None")],
-     r"dev_NLI_M.tsv: ends inside the run of id 1 location - 1 begun on line 6, expected runs of 4 rows"),
-])
+@pytest.mark.parametrize(
+    "rows,error",
+    [
+        # aspects out of order: the metrics would pair each score with the wrong aspect
+        (
+            [("0", f"location - 1 - {a}", "None") for a in ("general", "safety", "price", "transit location")],
+            r"dev_NLI_M.tsv:3: aspect 'safety' of id 0 location - 1, expected 'price'",
+        ),
+        # a run that switches sentence half way
+        (
+            [
+                ("0", "location - 1 - general", "None"),
+                ("0", "location - 1 - price", "None"),
+                ("1", "location - 1 - safety", "None"),
+                ("1", "location - 1 - transit location", "None"),
+            ],
+            r"dev_NLI_M.tsv:4: id 1 location - 1 - safety, expected id 0 location - 1 - safety .*began on line 2",
+        ),
+        # ... or location
+        (
+            [("0", f"location - {k} - {a}", "None") for k, a in zip("1112", ASPECTS4)],
+            r"dev_NLI_M.tsv:5: id 0 location - 2 - transit location, expected id 0 location - 1 - transit location",
+        ),
+        # a file that stops inside a run
+        (
+            [("0", f"location - 1 - {a}", "None") for a in ASPECTS4] + [("1", "location - 1 - general", "None")],
+            r"dev_NLI_M.tsv: ends inside the run of id 1 location - 1 begun on line 6, expected runs of 4 rows",
+        ),
+    ],
+)
 def test_sentihood_rows_must_come_in_runs_of_four_aspects(tmp_path, data_dir, rows, error):
     root = broken_root(tmp_path, data_dir, "sentihood/bert-pair/dev_NLI_M.tsv", nli_m(rows))
     with pytest.raises(DataError, match=error):
@@ -395,9 +484,14 @@ def test_sentihood_well_formed_runs_read(tmp_path, data_dir):
 
 def test_semeval_sentence_without_categories(tmp_path, data_dir):
     rel = "semeval2014/raw/Restaurants_Test_Gold.xml"
-    ok = '<sentence id="1"><text>ok</text><aspectCategories><aspectCategory category="food" polarity="positive"/></aspectCategories></sentence>'
-    for missing in ('<sentence id="2:7"><text>no categories</text></sentence>',
-                    '<sentence id="2:7"><text>empty</text><aspectCategories></aspectCategories></sentence>'):
+    ok = (
+        '<sentence id="1"><text>ok</text><aspectCategories>'
+        '<aspectCategory category="food" polarity="positive"/></aspectCategories></sentence>'
+    )
+    for missing in (
+        '<sentence id="2:7"><text>no categories</text></sentence>',
+        '<sentence id="2:7"><text>empty</text><aspectCategories></aspectCategories></sentence>',
+    ):
         root = broken_root(tmp_path, data_dir, rel, f"<sentences>{ok}{missing}</sentences>")
         with pytest.raises(DataError, match=r"Restaurants_Test_Gold.xml: sentence 2:7: no <aspectCategories>"):
             get_task("semeval", root).examples("test")
@@ -409,15 +503,34 @@ def test_csv_text_b_is_kept_for_every_row(tmp_path):
     (tmp_path / "single.csv").write_text("id,text_a,label\n1,good film,pos\n")
     (tmp_path / "exported.csv").write_text("id,text_a,text_b,label\n1,good film,,pos\n")  # as sst2 exports write
     for name in ("pairs", "single", "exported"):
-        (tmp_path / f"{name}.json").write_text(json.dumps(
-            {"name": name, "labels": ["neg", "pos"], "train": f"{name}.csv", "dev": f"{name}.csv", "test": f"{name}.csv"}))
+        (tmp_path / f"{name}.json").write_text(
+            json.dumps(
+                {
+                    "name": name,
+                    "labels": ["neg", "pos"],
+                    "train": f"{name}.csv",
+                    "dev": f"{name}.csv",
+                    "test": f"{name}.csv",
+                }
+            )
+        )
     pairs = get_task(f"csv:{tmp_path / 'pairs.json'}", tmp_path).examples("train")
     assert [r.text_b for r in pairs] == ["loved it", ""]
     assert [r.text_b for r in get_task(f"csv:{tmp_path / 'single.json'}", tmp_path).examples("train")] == [None]
     assert [r.text_b for r in get_task(f"csv:{tmp_path / 'exported.json'}", tmp_path).examples("train")] == [None]
     (tmp_path / "tags.csv").write_text("id,text_a,text_b,label\n1,the cat,,a b\n2,a dog,extra,a b\n")
-    (tmp_path / "tags.json").write_text(json.dumps(
-        {"name": "t", "kind": "tagging", "labels": ["a", "b"], "train": "tags.csv", "dev": "tags.csv", "test": "tags.csv"}))
+    (tmp_path / "tags.json").write_text(
+        json.dumps(
+            {
+                "name": "t",
+                "kind": "tagging",
+                "labels": ["a", "b"],
+                "train": "tags.csv",
+                "dev": "tags.csv",
+                "test": "tags.csv",
+            }
+        )
+    )
     with pytest.raises(DataError, match=r"tags.csv:3: text_b 'extra' in a tagging task, expected it empty"):
         get_task(f"csv:{tmp_path / 'tags.json'}", tmp_path).examples("train")
 
@@ -426,7 +539,8 @@ def test_csv_byte_that_is_not_utf8_is_named_on_its_own_line(tmp_path):
     # the decoder reads in 8 KiB chunks: its position is not the file's, so the line is counted from the bytes
     rows = b"".join(b"%d,film number %d is fine,pos\n" % (i, i) for i in range(1, 3000))
     (tmp_path / "big.csv").write_bytes(b"id,text_a,label\n" + rows + b"3000,caf\xe9 au lait,pos\n" + rows)
-    (tmp_path / "big.json").write_text(json.dumps({"name": "big", "labels": ["neg", "pos"], "train": "big.csv",
-                                                   "dev": "big.csv", "test": "big.csv"}))
+    (tmp_path / "big.json").write_text(
+        json.dumps({"name": "big", "labels": ["neg", "pos"], "train": "big.csv", "dev": "big.csv", "test": "big.csv"})
+    )
     with pytest.raises(DataError, match=r"big.csv:3001: byte 0xe9 at column 9 is not UTF-8"):
         get_task(f"csv:{tmp_path / 'big.json'}", tmp_path).examples("train")

@@ -6,21 +6,40 @@ from trainables.tune import aggregate, seed_values_kept
 
 
 def test_aggregate_mean_std_and_per_seed():
-    out = aggregate([{"a/dev/acc": 0.5, "t/loss": 1.0}, {"a/dev/acc": 0.7, "t/loss": 2.0}], [11, 12],
-                    keep_seeds=lambda k: k.startswith("a/"))
+    out = aggregate(
+        [{"a/dev/acc": 0.5, "t/loss": 1.0}, {"a/dev/acc": 0.7, "t/loss": 2.0}],
+        [11, 12],
+        keep_seeds=lambda k: k.startswith("a/"),
+    )
     assert out["a/dev/acc/mean"] == pytest.approx(0.6)
     assert out["a/dev/acc/std"] == pytest.approx(0.1414213, rel=1e-5)  # sample std over seeds
     assert (out["a/dev/acc/seed11"], out["a/dev/acc/seed12"]) == (0.5, 0.7)
-    assert set(out) == {"a/dev/acc/mean", "a/dev/acc/std", "a/dev/acc/seed11", "a/dev/acc/seed12",
-                        "t/loss/mean", "t/loss/std"}
+    assert set(out) == {
+        "a/dev/acc/mean",
+        "a/dev/acc/std",
+        "a/dev/acc/seed11",
+        "a/dev/acc/seed12",
+        "t/loss/mean",
+        "t/loss/std",
+    }
     assert aggregate([{"x": 1.0}], [3]) == {"x/mean": 1.0, "x/seed3": 1.0}  # one value has no spread
     assert aggregate([{"x": float("nan")}, {"x": 2.0}], [1, 2]) == {"x/mean": 2.0, "x/seed2": 2.0}
 
 
 def test_per_seed_values_only_for_primary_scores_and_objective():
-    kept = [k for k in ("semeval/dev/acc_4way", "semeval/test/acc_2way", "sst2/dev/acc", "train/loss",
-                        "train/semeval/loss", "sampling/p/semeval", "semevalx/dev/acc")
-            if seed_values_kept(k, "semeval", "train/loss/mean")]
+    kept = [
+        k
+        for k in (
+            "semeval/dev/acc_4way",
+            "semeval/test/acc_2way",
+            "sst2/dev/acc",
+            "train/loss",
+            "train/semeval/loss",
+            "sampling/p/semeval",
+            "semevalx/dev/acc",
+        )
+        if seed_values_kept(k, "semeval", "train/loss/mean")
+    ]
     assert kept == ["semeval/dev/acc_4way", "semeval/test/acc_2way", "train/loss"]
 
 
@@ -28,7 +47,7 @@ def test_aggregate_over_seeds_that_have_the_key():
     # seed 2 drew no batch of pos this epoch: no loss for it
     out = aggregate([{"train/pos/loss": 2.0, "e": 1.0}, {"e": 1.0}, {"train/pos/loss": 4.0, "e": 1.0}], [1, 2, 3])
     assert out["train/pos/loss/mean"] == 3.0 and "train/pos/loss/seed2" not in out
-    assert out["train/pos/loss/std"] == pytest.approx(2 ** 0.5)
+    assert out["train/pos/loss/std"] == pytest.approx(2**0.5)
 
 
 @pytest.mark.slow
@@ -42,8 +61,16 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     from trainables.config import EncoderConfig, TrainConfig
     from trainables.tune import multitask_trainable
 
-    base = TrainConfig(tasks=("sst2",), primary="sst2", epochs=2, warmup=0.0, max_train_examples=64,
-                       max_eval_examples=16, encoder=EncoderConfig(model=str(tiny_bert)), data_dir=str(data_dir))
+    base = TrainConfig(
+        tasks=("sst2",),
+        primary="sst2",
+        epochs=2,
+        warmup=0.0,
+        max_train_examples=64,
+        max_eval_examples=16,
+        encoder=EncoderConfig(model=str(tiny_bert)),
+        data_dir=str(data_dir),
+    )
     configs = [
         {"train": flat_config(base.with_(lr=1e30)), "label": "diverges", "key": "diverges"},
         {"train": flat_config(base), "label": "fine", "key": "fine"},
@@ -58,7 +85,8 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
             param_space={"seeds": [1], "trial": tune.grid_search(configs)},
             tune_config=tune.TuneConfig(trial_dirname_creator=lambda t: t.trial_id),
             run_config=tune.RunConfig(
-                storage_path=str(tmp_path / "ray"), name="divergence",
+                storage_path=str(tmp_path / "ray"),
+                name="divergence",
                 failure_config=tune.FailureConfig(max_failures=2),  # the default of search.run
                 callbacks=[tracker],
             ),
@@ -71,8 +99,11 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     assert trials["diverges"].last_result["epoch"] == 1 and "sst2/dev/acc/mean" in trials["diverges"].last_result
     assert tracker.spool.drain(60), tracker.spool.last_error  # the spool's thread sends in the background
     client = mlflow.MlflowClient(uri)
-    runs = {r.info.run_name: r for r in client.search_runs([client.get_experiment_by_name("divergence").experiment_id])
-            if r.data.tags.get("kind") == "trial"}
+    runs = {
+        r.info.run_name: r
+        for r in client.search_runs([client.get_experiment_by_name("divergence").experiment_id])
+        if r.data.tags.get("kind") == "trial"
+    }
     assert runs["diverges"].data.tags["status"] == "failed"
     assert "DivergedError: loss became nan at epoch 1" in runs["diverges"].data.tags["failure_reason"]
     assert runs["fine"].data.tags["status"] == "completed"
@@ -83,12 +114,18 @@ def test_shared_data_is_used_only_for_a_matching_signature(tiny_bert, tiny_xlnet
     from trainables.model import load_tokenizer
     from trainables.tune import data_signature
 
-    base = TrainConfig(tasks=("semeval", "sst2"), primary="semeval", encoder=EncoderConfig(model=str(tiny_bert)),
-                       max_train_examples=100, data_dir=str(data_dir))
+    base = TrainConfig(
+        tasks=("semeval", "sst2"),
+        primary="semeval",
+        encoder=EncoderConfig(model=str(tiny_bert)),
+        max_train_examples=100,
+        data_dir=str(data_dir),
+    )
     bert, xlnet = load_tokenizer(base.encoder), load_tokenizer(EncoderConfig(model=str(tiny_xlnet)))
     same = base.with_(tasks=("semeval",), lr=1e-4, seed=7, batch_size=8)  # what a trial varies
     assert data_signature(base, bert) == data_signature(same, bert)
     assert data_signature(base, bert) != data_signature(base, xlnet)  # another tokenizer: other token ids
     assert data_signature(base, bert) != data_signature(base.with_(max_train_examples=50), bert)
     assert data_signature(base, bert) != data_signature(
-        base.with_(encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64)), bert)
+        base.with_(encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64)), bert
+    )

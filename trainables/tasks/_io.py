@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from trainables.tasks.base import DataError
 
@@ -51,8 +51,9 @@ def not_utf8(path: Path) -> DataError:
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
         column = exc.start - raw.rfind(b"\n", 0, exc.start)
-        return DataError(f"{path}:{line}: byte 0x{raw[exc.start]:02x} at column {column} is not UTF-8 "
-                         "(save the file as UTF-8)")
+        return DataError(
+            f"{path}:{line}: byte 0x{raw[exc.start]:02x} at column {column} is not UTF-8 (save the file as UTF-8)"
+        )
     return DataError(f"{path}: not UTF-8 text")
 
 

@@ -19,9 +19,10 @@ Who calls what:
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -64,13 +65,11 @@ class Task(abc.ABC):
     # Rows that belong together for evaluation (e.g. 25 QA_B rows per SemEval
     # sentence); example limits keep whole groups so metrics stay well defined.
     group_size: int = 1
-    # The metric a study optimises by default for this task.
-    primary_metric: ClassVar[str] = "acc"
     # Which text of a pair holds the sentence ("a" or "b"): the encoder truncates that one
     # only, so an auxiliary sentence (an aspect, a question) is never cut. None: the longer.
     sentence_side: str | None = None
 
-    def __init__(self, data_dir: Path, protocol: str = "holdout", option: str | None = None) -> None:
+    def __init__(self, data_dir: Path, protocol: str = PROTOCOLS[0], option: str | None = None) -> None:
         if protocol not in PROTOCOLS:
             raise DataError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
         self.data_dir = Path(data_dir)
@@ -132,8 +131,7 @@ class Task(abc.ABC):
 
 def label_probabilities(probs: np.ndarray, labels: Sequence[str], key: str = "label") -> dict[str, Any]:
     """``{key: argmax class, "probabilities": {class: p}}`` (ties to the lower class, as the metrics)."""
-    return {key: labels[int(np.argmax(probs))],
-            "probabilities": {name: float(p) for name, p in zip(labels, probs)}}
+    return {key: labels[int(np.argmax(probs))], "probabilities": {name: float(p) for name, p in zip(labels, probs)}}
 
 
 TaskFactory = Callable[..., Task]
@@ -154,7 +152,7 @@ def task_names() -> list[str]:
     return sorted(_REGISTRY)
 
 
-def get_task(name: str, data_dir: Path, protocol: str = "holdout") -> Task:
+def get_task(name: str, data_dir: Path, protocol: str = PROTOCOLS[0]) -> Task:
     """Instantiate a task from its spec ``NAME[:OPTION]``.
 
     The option selects a construction (``semeval:NLI_M``) or, for ``csv``, the

@@ -5,16 +5,17 @@ Config: ``{"name": "mytask", "kind": "sequence" | "tagging", "labels": [...],
 the JSON file). CSV header ``id,text_a[,text_b],label``; for tagging, ``text_a``
 holds space-separated words and ``label`` as many space-separated tags. With a
 ``text_b`` column every row is a pair, an empty cell an empty second text; without
-it, or with that column empty on every row, every row is a single text. Tagging rows take no text_b (an empty column is fine:
-exports write one). A raw input to predict on is one text, or ``text_a<TAB>text_b`` for a pair.
+it, or with that column empty on every row, every row is a single text. Tagging rows
+take no text_b (an empty column is fine: exports write one). A raw input to predict on
+is one text, or ``text_a<TAB>text_b`` for a pair.
 """
 
 from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -50,7 +51,6 @@ class CSVTask(Task):
             raise DataError(f"{path}: labels must be a non-empty list of distinct class names, got {labels!r}")
         self.name, self.kind = str(spec["name"]), spec.get("kind", "sequence")
         self.labels = tuple(map(str, spec["labels"]))
-        self.primary_metric = "token_acc" if self.kind == "tagging" else "acc"
         self.files = {split: path.parent / spec[split] for split in ("train", "dev", "test")}
 
     def examples(self, split: str) -> list[Example]:

@@ -8,8 +8,8 @@ lines are skipped. Row ids: ``{file}:{line of the sentence's first word}``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -20,9 +20,51 @@ from trainables.tasks.base import DataError, Example, Task, register
 # The 45 tags of CoNLL-2003 train, sorted; hard-coded so head outputs never shift
 # (valid and test use no other tag).
 TAGS = (
-    '"', "$", "''", "(", ")", ",", ".", ":", "CC", "CD", "DT", "EX", "FW", "IN", "JJ", "JJR", "JJS", "LS",
-    "MD", "NN", "NNP", "NNPS", "NNS", "NN|SYM", "PDT", "POS", "PRP", "PRP$", "RB", "RBR", "RBS", "RP", "SYM",
-    "TO", "UH", "VB", "VBD", "VBG", "VBN", "VBP", "VBZ", "WDT", "WP", "WP$", "WRB",
+    '"',
+    "$",
+    "''",
+    "(",
+    ")",
+    ",",
+    ".",
+    ":",
+    "CC",
+    "CD",
+    "DT",
+    "EX",
+    "FW",
+    "IN",
+    "JJ",
+    "JJR",
+    "JJS",
+    "LS",
+    "MD",
+    "NN",
+    "NNP",
+    "NNPS",
+    "NNS",
+    "NN|SYM",
+    "PDT",
+    "POS",
+    "PRP",
+    "PRP$",
+    "RB",
+    "RBR",
+    "RBS",
+    "RP",
+    "SYM",
+    "TO",
+    "UH",
+    "VB",
+    "VBD",
+    "VBG",
+    "VBN",
+    "VBP",
+    "VBZ",
+    "WDT",
+    "WP",
+    "WP$",
+    "WRB",
 )
 FILES = {"train": "train.txt", "dev": "valid.txt", "test": "test.txt"}
 
@@ -60,7 +102,6 @@ class PoS(Task):
     name = "pos"
     kind = "tagging"
     labels = TAGS
-    primary_metric = "token_acc"
     source = "https://github.com/kamalkraj/BERT-NER (data/)"
     files = tuple(f"conll2003/{name}" for name in FILES.values())
 

@@ -25,8 +25,9 @@ model selection never sees test.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -35,8 +36,13 @@ from trainables.tasks._io import held_out
 from trainables.tasks.base import DataError, Example, Task, label_probabilities, register
 
 ASPECTS = ("price", "anecdotes", "food", "ambience", "service")
-CATEGORIES = {"price": "price", "anecdotes/miscellaneous": "anecdotes", "food": "food",
-              "ambience": "ambience", "service": "service"}
+CATEGORIES = {
+    "price": "price",
+    "anecdotes/miscellaneous": "anecdotes",
+    "food": "food",
+    "ambience": "ambience",
+    "service": "service",
+}
 POLARITIES = ("positive", "neutral", "negative", "conflict", "none")
 CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
 FILES = {"train": "Restaurants_Train.xml", "test": "Restaurants_Test_Gold.xml"}
@@ -57,14 +63,21 @@ def read_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
         categories = node.find("aspectCategories")
         if categories is None or categories.find("aspectCategory") is None:
             # otherwise every aspect would silently read as "none"
-            raise DataError(f"{path}: sentence {sid}: no <aspectCategories>/<aspectCategory>, expected at least one category")
+            raise DataError(
+                f"{path}: sentence {sid}: no <aspectCategories>/<aspectCategory>, expected at least one category"
+            )
         gold: dict[str, str] = {}
         for cat in categories.iter("aspectCategory"):
             name, polarity = cat.get("category"), cat.get("polarity")
             if name not in CATEGORIES:
-                raise DataError(f"{path}: sentence {sid}: unknown category {name!r}, expected one of {', '.join(CATEGORIES)}")
+                raise DataError(
+                    f"{path}: sentence {sid}: unknown category {name!r}, expected one of {', '.join(CATEGORIES)}"
+                )
             if polarity not in POLARITIES[:4]:
-                raise DataError(f"{path}: sentence {sid}: unknown polarity {polarity!r}, expected one of {', '.join(POLARITIES[:4])}")
+                raise DataError(
+                    f"{path}: sentence {sid}: unknown polarity {polarity!r}, "
+                    f"expected one of {', '.join(POLARITIES[:4])}"
+                )
             gold.setdefault(CATEGORIES[name], polarity)  # a repeated category keeps the first
         out.append((sid, text.rstrip(), gold))
     if not out:
@@ -75,7 +88,6 @@ def read_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
 @register("semeval")
 class SemEval(Task):
     name = "semeval"
-    primary_metric = "acc_4way"
     source = "https://github.com/HSLCY/ABSA-BERT-pair (data/semeval2014)"
     files = tuple(f"semeval2014/raw/{name}" for name in FILES.values())
 
@@ -112,7 +124,8 @@ class SemEval(Task):
                 continue
             for polarity in POLARITIES:
                 question = (
-                    f"the polarity of the aspect {aspect} is {polarity} ." if self.construction == "QA_B"
+                    f"the polarity of the aspect {aspect} is {polarity} ."
+                    if self.construction == "QA_B"
                     else f"{polarity} - {aspect}"
                 )
                 out.append(Example(f"{sid}/{aspect}/{polarity}", question, text, int(polarity == truth)))
@@ -124,7 +137,11 @@ class SemEval(Task):
     def decode(self, probs: np.ndarray, rows: Sequence[Example]) -> dict[str, Any]:
         """Per aspect: the polarity (or ``none``) and the per-polarity scores the metrics use."""
         score = self.scores(probs)[0]  # (5 aspects, 5 polarities)
-        return {"aspects": {aspect: label_probabilities(score[i], POLARITIES, "polarity") for i, aspect in enumerate(ASPECTS)}}
+        return {
+            "aspects": {
+                aspect: label_probabilities(score[i], POLARITIES, "polarity") for i, aspect in enumerate(ASPECTS)
+            }
+        }
 
     def scores(self, probs: np.ndarray) -> np.ndarray:
         """(sentences, 5 aspects, 5 polarities): P(yes) normalised per aspect (B), or the softmax rows (M)."""

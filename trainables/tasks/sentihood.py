@@ -24,7 +24,8 @@ runs of 4 rows with one id and location, aspects in the order of :data:`ASPECTS`
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -60,8 +61,9 @@ def check_run(rows: list[Row], item: Row, where: str, start: int) -> None:
 @register("sentihood")
 class Sentihood(Task):
     name = "sentihood"
-    primary_metric = "strict_acc"
-    source = "https://github.com/Drdajie/QA-B (data/sentihood/bert-pair; made by HSLCY/ABSA-BERT-pair's generate/ scripts)"
+    source = (
+        "https://github.com/Drdajie/QA-B (data/sentihood/bert-pair; made by HSLCY/ABSA-BERT-pair's generate/ scripts)"
+    )
     files = tuple(f"sentihood/bert-pair/{split}_NLI_M.tsv" for split in ("train", "dev", "test"))
 
     def configure(self, option: str | None) -> None:
@@ -84,7 +86,8 @@ class Sentihood(Task):
             target = TARGET.match(row["sentence2"])
             if target is None:
                 raise DataError(
-                    f"{path}:{line}: target {row['sentence2']!r}, expected 'location - 1|2 - general|price|safety|transit location'"
+                    f"{path}:{line}: target {row['sentence2']!r}, "
+                    "expected 'location - 1|2 - general|price|safety|transit location'"
                 )
             gold = label_index(row["label"], POLARITIES, f"{path}:{line}")
             item = (row["id"], row["sentence1"], target.group(1), target.group(2), gold)
@@ -101,8 +104,11 @@ class Sentihood(Task):
         return out
 
     def examples(self, split: str) -> list[Example]:
-        return [ex for rid, review, k, aspect, gold in self.rows(split)
-                for ex in self.construct(f"{rid}/{k}/{aspect.replace(' ', '-')}", review, k, aspect, gold)]
+        return [
+            ex
+            for rid, review, k, aspect, gold in self.rows(split)
+            for ex in self.construct(f"{rid}/{k}/{aspect.replace(' ', '-')}", review, k, aspect, gold)
+        ]
 
     def construct(self, key: str, review: str, k: str, aspect: str, gold: int) -> list[Example]:
         """The rows of one (review, location, aspect): 1 (M) or 3 (B)."""
@@ -111,10 +117,16 @@ class Sentihood(Task):
         if self.construction == "QA_M":
             return [Example(key, review, f"what do you think of the {aspect} of location - {k} ?", gold)]
         return [
-            Example(f"{key}/{polarity}", (
-                f"the polarity of the aspect {aspect} of location - {k} - is {polarity} ."
-                if self.construction == "QA_B" else f"{polarity} - location - {k} - {aspect}"
-            ), review, int(i == gold))
+            Example(
+                f"{key}/{polarity}",
+                (
+                    f"the polarity of the aspect {aspect} of location - {k} - is {polarity} ."
+                    if self.construction == "QA_B"
+                    else f"{polarity} - location - {k} - {aspect}"
+                ),
+                review,
+                int(i == gold),
+            )
             for i, polarity in enumerate(POLARITIES)
         ]
 
@@ -130,18 +142,26 @@ class Sentihood(Task):
             raise DataError(
                 f"sentihood input {text.strip()[:60]!r}: no location, expected LOCATION1/LOCATION2 (or location - 1/2)"
             )
-        return [ex for k in locations for aspect in ASPECTS
-                for ex in self.construct(f"input/{k}/{aspect.replace(' ', '-')}", review, k, aspect, 0)]
+        return [
+            ex
+            for k in locations
+            for aspect in ASPECTS
+            for ex in self.construct(f"input/{k}/{aspect.replace(' ', '-')}", review, k, aspect, 0)
+        ]
 
     def decode(self, probs: np.ndarray, rows: Sequence[Example]) -> dict[str, Any]:
         """Per location (``LOCATION1``/``LOCATION2``) and aspect: the polarity and its scores."""
         score = self.scores(probs)  # (locations, 4 aspects, 3 polarities)
         locations = [rows[i].id.split("/")[1] for i in range(0, len(rows), self.group_size)]
-        return {"locations": {
-            f"LOCATION{k}": {a.replace(" ", "-"): label_probabilities(score[j, i], POLARITIES, "polarity")
-                             for i, a in enumerate(ASPECTS)}
-            for j, k in enumerate(locations)
-        }}
+        return {
+            "locations": {
+                f"LOCATION{k}": {
+                    a.replace(" ", "-"): label_probabilities(score[j, i], POLARITIES, "polarity")
+                    for i, a in enumerate(ASPECTS)
+                }
+                for j, k in enumerate(locations)
+            }
+        }
 
     def scores(self, probs: np.ndarray) -> np.ndarray:
         """(groups, 4 aspects, 3 polarities): P(yes) normalised per aspect (B), or the softmax rows (M)."""

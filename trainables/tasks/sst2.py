@@ -10,7 +10,7 @@ train and dev. Row ids: ``{file}:{line}``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,14 +23,18 @@ from trainables.tasks.base import DataError, Example, Task, register
 class SST2(Task):
     name = "sst2"
     labels = ("0", "1")
-    primary_metric = "acc"
     source = "https://github.com/eyalbd2/Reproducing-AutoPrompt (glue_data/SST-2, train_full.tsv as train.tsv)"
     files = ("sst2/train.tsv", "sst2/dev.tsv")
 
     def read(self, filename: str) -> list[Example]:
         path = self.path("sst2", filename)
         out = [
-            Example(f"{filename}:{line}", row["sentence"].rstrip(), None, label_index(row["label"], self.labels, f"{path}:{line}"))
+            Example(
+                f"{filename}:{line}",
+                row["sentence"].rstrip(),
+                None,
+                label_index(row["label"], self.labels, f"{path}:{line}"),
+            )
             for line, row in read_rows(path, ("sentence", "label"))
         ]
         if not out:

@@ -1,0 +1,74 @@
+"""Joining Ray: a private local Ray by default, a cluster only at an explicit ``--address``."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from search.storage import is_remote_storage
+
+if TYPE_CHECKING:
+    from search.config import SearchConfig
+
+logger = logging.getLogger(__name__)
+
+
+def probe_address(address: str) -> None:
+    """A quick TCP probe: ``ray.init`` waits minutes on an address nobody answers."""
+    import socket
+
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConnectionError(f"Ray cluster address {address!r}: expected auto, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ConnectionError(f"Ray cluster at --address {address} is unreachable: {exc}") from None
+
+
+def connect_address(address: str | None) -> None:
+    """Start a private local Ray (``address=None``), or join the cluster at ``address``.
+
+    ``ray.init()`` without an address would join whatever cluster Ray's current-cluster file
+    names (another user's ``ray start``, a test's cluster) and die with it; ``"local"`` never does.
+    """
+    import ray
+
+    from search.console import worker_setup
+    from search.local_ray import loopback_only
+
+    if ray.is_initialized():
+        return
+    if address not in (None, "auto", "local"):
+        probe_address(address)
+    if address in (None, "local"):
+        loopback_only()
+    try:
+        ray.init(
+            address=address or "local",
+            ignore_reinit_error=True,
+            log_to_driver=True,
+            include_dashboard=False if address in (None, "local") else None,
+            runtime_env=worker_setup(),
+        )
+    except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
+        raise ConnectionError(f"Ray cluster at --address {address}: {str(exc).splitlines()[0]}") from None
+
+
+def connect(cfg: SearchConfig) -> None:
+    import ray
+
+    from search.resources import check_request
+
+    connect_address(cfg.address)
+    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    # an autoscaling cluster may show only its head now: any cluster address counts as multi-node
+    if (len(nodes) > 1 or cfg.address not in (None, "local")) and not is_remote_storage(cfg.storage):
+        logger.warning(
+            "Ray cluster (%d node(s) now; an autoscaler may add more) with a plain local --storage %s: fine only "
+            "if every node mounts that filesystem; otherwise use s3:// or gs:// so checkpoints survive a node",
+            len(nodes),
+            cfg.storage,
+        )

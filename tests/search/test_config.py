@@ -1,0 +1,53 @@
+"""A study invocation: the base TrainConfig it builds and the record it leaves in the parent run."""
+
+import pytest
+
+from search.config import Invocation, SearchConfig
+from spaces import get_study
+from trainables.config import ConfigError
+
+
+def test_base_config_is_the_preset_scale_with_the_flags_on_top(tmp_path):
+    preset = get_study("absa").preset("smoke")
+    cfg = SearchConfig("absa", preset="smoke", data_dir=str(tmp_path))
+    base = cfg.base_config()
+    assert (base.epochs, base.max_train_examples, base.encoder.max_seq_length) == (
+        preset.epochs,
+        preset.max_train_examples,
+        preset.max_seq_length,
+    )
+    assert base.tasks == (preset.primary,) == (cfg.resolved_study().primary,) and base.data_dir == str(
+        tmp_path.resolve()
+    )
+    flagged = SearchConfig("absa", preset="smoke", epochs=7, model="tiny-bert", precision="bf16").base_config()
+    assert (flagged.epochs, flagged.encoder.model, flagged.precision) == (7, "tiny-bert", "bf16")
+    with pytest.raises(ConfigError, match="no preset"):
+        SearchConfig("absa").base_config()
+
+
+def test_invocation_round_trips_through_mlflow_params_and_masks_credentials():
+    cfg = SearchConfig(
+        "absa",
+        preset="smoke",
+        seeds=3,
+        auxiliary=("sst2", "pos"),
+        metric="acc_3way",
+        optuna_storage="postgresql://ann:s3cret@db.example/optuna",
+        gpus_per_trial=0.25,
+    )
+    started = cfg.invocation("s3://ann:s3cret@bucket/absa-smoke-1", 12)
+    params = started.to_params()
+    assert all(isinstance(v, str) for v in params.values())
+    assert "s3cret" not in "".join(params.values())
+    assert params["seeds"] == "1,2,3" and params["candidates"] == "sst2,pos" and params["trials"] == "12"
+    assert params["objective"] == "semeval/dev/acc_3way/mean" and params["mode"] == "max"
+    assert Invocation.from_params(params) == started
+    with pytest.raises(ConfigError, match="lack mode, model"):
+        Invocation.from_params({k: v for k, v in params.items() if k not in ("mode", "model")})
+
+
+def test_resume_continues_with_the_started_data_whatever_the_flags_say():
+    started = SearchConfig("absa", preset="smoke", epochs=3, auxiliary=("sst2",)).invocation("/x/absa-1", 4)
+    resumed = SearchConfig("absa", resume=True, epochs=9, model="other").continuing(started)
+    assert (resumed.preset, resumed.epochs, resumed.model, resumed.auxiliary) == ("smoke", 3, started.model, ("sst2",))
+    assert resumed.base_config() == SearchConfig("absa", preset="smoke", epochs=3, auxiliary=("sst2",)).base_config()
