@@ -13,9 +13,11 @@ checkpoint would diverge again, so the trial reports one final result flagged
 
 from __future__ import annotations
 
+import atexit
 import logging
 import socket
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -86,6 +88,23 @@ def placement() -> dict[str, Any]:
     }
 
 
+THREAD_EXIT_WAIT_S = 10.0
+
+
+def finish_before_exit() -> None:
+    """Make this process wait (up to THREAD_EXIT_WAIT_S) at exit for the calling thread to end.
+
+    Tune runs a function trainable in a daemon thread and stops a trial by raising SystemExit
+    in it (from ``tune.report``) while the actor's main thread goes on to exit. A daemon thread
+    that has used torch and is still alive when the interpreter finalizes aborts the process
+    (``terminate called``; Ray prints a SIGABRT stack for every such stopped trial). Joined from
+    an ``atexit`` hook, it ends first, freeing its models while the interpreter is whole.
+    """
+    thread = threading.current_thread()
+    if thread is not threading.main_thread():
+        atexit.register(thread.join, THREAD_EXIT_WAIT_S)
+
+
 def _in_tune() -> bool:
     try:
         return tune.get_context().get_trial_id() is not None
@@ -134,6 +153,7 @@ def multitask_trainable(
     trial's (:func:`data_signature`); otherwise the trial prepares its own (disk cache).
     """
     config = {**config, **config.get("trial", {})}
+    finish_before_exit()
     from trainables.cli import setup_logging
 
     setup_logging()  # worker process: quiet transformers' progress bars, keep our progress lines

@@ -1,4 +1,11 @@
-"""The Ray Tune wrapper: seed aggregation, and a diverging trial failing with its reason."""
+"""The Ray Tune wrapper: seed aggregation, a diverging trial failing with its reason, and a
+stopped trial's thread ending before its worker does."""
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -129,3 +136,33 @@ def test_shared_data_is_used_only_for_a_matching_signature(tiny_bert, tiny_xlnet
     assert data_signature(base, bert) != data_signature(
         base.with_(encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64)), bert
     )
+
+
+STOPPED_THREAD = """
+import sys, threading, time, torch
+from trainables.tune import finish_before_exit
+stop = threading.Event()
+def trial():
+    if sys.argv[1] == "finish":
+        finish_before_exit()
+    x = torch.randn(300, 300)
+    stop.wait()
+    until = time.time() + 0.5
+    while time.time() < until:  # in torch's C++ code (the GIL released) when the main thread exits
+        x = torch.tanh(x @ x)
+    sys.exit(0)  # as tune.report stops a trial
+threading.Thread(target=trial, daemon=True).start()
+time.sleep(0.5)
+stop.set()
+"""
+
+
+def test_a_stopped_trials_thread_ends_before_its_worker_exits(tmp_path):
+    # the stack Ray printed for ASHA's stops: a daemon thread that used torch, alive at interpreter exit
+    script = tmp_path / "stopped.py"
+    script.write_text(STOPPED_THREAD)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    unguarded = [subprocess.run([sys.executable, str(script), "bare"], capture_output=True, env=env) for _ in range(3)]
+    assert -signal.SIGABRT in [r.returncode for r in unguarded], [r.returncode for r in unguarded]  # the fault is real
+    guarded = subprocess.run([sys.executable, str(script), "finish"], capture_output=True, text=True, env=env)
+    assert guarded.returncode == 0 and "terminate" not in guarded.stderr, guarded.stderr[-2000:]
