@@ -1,13 +1,17 @@
-"""One line per finished trial, with its canonical config and score."""
+"""What the console shows of a study: one line per finished trial, with its config and score,
+and a status line a minute (trials by state, the best completed trial with its seed spread)."""
 
 from __future__ import annotations
 
 import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-from ray.tune import Callback
+from ray.tune import Callback, ProgressReporter
 
-from search.outcome import COMPLETED, FAILED, outcome
+from search.outcome import COMPLETED, FAILED, PRUNED, outcome
 from search.tracking import error_reason
 
 
@@ -29,10 +33,7 @@ class TrialLines(Callback):
             self.on_trial_error(iteration, trials, trial)
             return
         status = status if status == COMPLETED else f"pruned@{int(result.get('epoch', 0))}"
-        mean = result.get(self.objective)
-        std = result.get(self.objective[: -len("/mean")] + "/std") if self.objective.endswith("/mean") else None
-        score = f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "") if mean is not None else "n/a"
-        self._print(f"{tag(trial)} {status:<10} objective={score}  {describe(trial)}")
+        self._print(f"{tag(trial)} {status:<10} objective={score_text(result, self.objective)}  {describe(trial)}")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self._print(f"{tag(trial)} {'failed':<10} {describe(trial)}: {error_reason(trial)}")
@@ -49,3 +50,65 @@ def describe(trial) -> str:
     train = trial.config.get("train", {})
     extra = " ".join(f"{short}={train[key]:.2g}" for key, short in (("lr", "lr"), ("warmup", "wu")) if key in train)
     return f"{trial.config.get('label', trial.trial_id)} {extra}".strip()
+
+
+def score_text(result: dict[str, Any], objective: str) -> str:
+    """``0.6296 ± 0.0020``: the objective's seed mean and, where there is one, its std."""
+    mean = result.get(objective)
+    std = result.get(objective[: -len("/mean")] + "/std") if objective.endswith("/mean") else None
+    if mean is None:
+        return "n/a"
+    return f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "")
+
+
+class StudyStatus(ProgressReporter):
+    """Tune's progress report as one line a minute (and at the end). Replaces Tune's CLIReporter,
+    whose table repeated every 30 s under a "Current best trial" that ranks last results of any
+    epoch: a trial ASHA stopped at epoch 1 against completed ones."""
+
+    def __init__(self, objective: str, max_epochs: int, every_s: float = 60.0, stream: TextIO | None = None) -> None:
+        self.objective, self.max_epochs, self.every_s = objective, max_epochs, every_s
+        self.stream = stream
+        self.mode, self.total, self.start, self.last = "max", None, time.time(), time.time()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "stream": None}
+
+    def setup(self, start_time=None, total_samples=None, metric=None, mode=None, **kwargs) -> None:
+        self.start = self.last = start_time or time.time()
+        self.total, self.mode = total_samples, mode or self.mode
+
+    def should_report(self, trials, done: bool = False) -> bool:
+        return done or time.time() - self.last >= self.every_s
+
+    def report(self, trials, done: bool, *sys_info: str) -> None:
+        self.last = time.time()
+        line = status_line(trials, self.objective, self.max_epochs, self.mode, self.last - self.start, self.total)
+        print(line, file=self.stream or sys.stdout, flush=True)
+
+
+def status_line(
+    trials: Sequence[Any], objective: str, max_epochs: int, mode: str, elapsed_s: float, total: int | None = None
+) -> str:
+    """``[study 12:03] 6/6 trials: 1 running (t05 epoch 1/2), 2 completed, 3 pruned, 0 failed |
+    best completed: t00 baseline objective=0.6296 ± 0.0020``."""
+    running = [t for t in trials if t.status == "RUNNING"]
+    finished = [t for t in trials if t.status in ("TERMINATED", "ERROR")]
+    counts = Counter(outcome(t, max_epochs) for t in finished)
+    waiting = len(trials) - len(running) - len(finished)
+    doing = ", ".join(
+        f"{tag(t)[1:-1]} epoch {int((t.last_result or {}).get('epoch', 0))}/{max_epochs}" for t in running
+    )
+    minutes, seconds = divmod(int(elapsed_s), 60)
+    text = (
+        f"[study {minutes:02d}:{seconds:02d}] {len(trials)}/{total or len(trials)} trials: {len(running)} running"
+        + (f" ({doing})" if doing else "")
+        + f", {counts[COMPLETED]} completed, {counts[PRUNED]} pruned, {counts[FAILED]} failed"
+        + (f", {waiting} waiting" if waiting else "")
+    )
+    done = [t for t in finished if outcome(t, max_epochs) == COMPLETED and objective in (t.last_result or {})]
+    if not done:
+        return text + " | no trial completed yet"
+    best = (max if mode == "max" else min)(done, key=lambda t: t.last_result[objective])
+    label = best.config.get("label", best.trial_id)
+    return text + f" | best completed: {label} objective={score_text(best.last_result, objective)}"

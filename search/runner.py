@@ -301,7 +301,7 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
 
     from search import disk
     from search.mlflow_spool import spool_path, study_spool
-    from search.progress import TrialLines
+    from search.progress import StudyStatus, TrialLines
     from search.scheduler import BaselineKeepingASHA
     from search.searcher import CanonicalOptunaSearch
     from search.tracking import MLflowTracker, start_parent_run
@@ -374,12 +374,7 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
                 TrialLines(objective, base.epochs),
                 guard,
             ],
-            progress_reporter=tune.CLIReporter(
-                metric_columns={objective: "objective", "epoch": "epoch"},
-                parameter_columns={"label": "trial"},
-                max_report_frequency=30,
-                max_column_length=32,
-            ),
+            progress_reporter=StudyStatus(objective, base.epochs),
             verbose=1,
         ),
     )

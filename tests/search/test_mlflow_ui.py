@@ -113,6 +113,8 @@ def test_console_names_trials_and_keeps_library_notices_out(study):
     _, r = study
     out = r.stdout + r.stderr
     assert "[t00] completed  objective=" in r.stdout and "t00 baseline" in r.stdout
+    # the status line, not Tune's table with its "Current best trial" of any epoch
+    assert "best completed: t0" in r.stdout and "Current best trial" not in out, r.stdout[-3000:]
     for chatter in (
         "Started a local Ray instance",
         "Checkpoint successfully created",

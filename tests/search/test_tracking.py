@@ -4,6 +4,7 @@
 import io
 import json
 import math
+import time
 from types import SimpleNamespace
 
 import mlflow
@@ -11,7 +12,7 @@ import pytest
 
 from search.config import SearchConfig
 from search.mlflow_view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
-from search.progress import TrialLines
+from search.progress import StudyStatus, TrialLines, status_line
 from search.searcher import flat_config
 from search.tracking import CONFIG_ARTIFACT, MLflowTracker, TrialParams, find_parent, start_parent_run, trial_table
 from spaces import canonical, run_name
@@ -183,6 +184,32 @@ def test_console_line_names_the_trial_by_its_number():
     out = io.StringIO()
     TrialLines(OBJECTIVE, max_epochs=2, stream=out).on_trial_complete(0, [], t)
     assert out.getvalue() == "[t03] pruned@1   objective=0.6123 ± 0.0100  t03 sst2+pos square lr=3e-05 wu=0.1\n"
+
+
+def test_status_line_names_the_best_completed_trial_not_a_pruned_one():
+    single, multi = canonical(BASE), canonical(BASE.with_(tasks=("semeval", "sst2"), sampling=SamplingConfig("prop")))
+    done, pruned, running, failed = (
+        trial("a", 0, single, baseline=True),
+        *(trial(x, n, multi) for x, n in (("b", 1), ("c", 2), ("d", 3))),
+    )
+    done.status, done.last_result = "TERMINATED", {OBJECTIVE: 0.61, "semeval/dev/acc_4way/std": 0.002, "epoch": 2}
+    pruned.status, pruned.last_result = "TERMINATED", {OBJECTIVE: 0.70, "epoch": 1}  # higher, but after one epoch
+    running.status, running.last_result = "RUNNING", {OBJECTIVE: 0.65, "epoch": 1}
+    failed.status, failed.last_result = "ERROR", {"epoch": 1}
+    line = status_line([done, pruned, running, failed], OBJECTIVE, 2, "max", elapsed_s=125, total=6)
+    assert line == (
+        "[study 02:05] 4/6 trials: 1 running (t02 epoch 1/2), 1 completed, 1 pruned, 1 failed"
+        " | best completed: t00 baseline objective=0.6100 ± 0.0020"
+    )
+    assert status_line([running], OBJECTIVE, 2, "max", 5).endswith(
+        "1 running (t02 epoch 1/2), 0 completed, 0 pruned, 0 failed | no trial completed yet"
+    )
+    out = io.StringIO()
+    reporter = StudyStatus(OBJECTIVE, 2, every_s=60, stream=out)
+    reporter.setup(start_time=time.time(), total_samples=6, metric=OBJECTIVE, mode="max")
+    assert not reporter.should_report([done]) and reporter.should_report([done], done=True)
+    reporter.report([done], True)
+    assert "best completed: t00 baseline" in out.getvalue()
 
 
 def test_a_diverged_trial_counts_as_failed():
