@@ -281,7 +281,7 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
     )
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}
     if any(missing.values()):
-        train_missing(cfg, parent, objective, contenders, missing, study.primary_name, metrics)
+        train_missing(cfg, parent.info.run_id, invocation, contenders, missing, study.primary_name, metrics)
     majority = test_majority(baseline.config)
     rows, headline = compare(winner, baseline, metrics, seeds, mode, objective_metric, study.metric)
     result = FinalResult(cfg.study, name, objective, mode, seeds, winner, baseline, rows, headline, majority=majority)
@@ -320,14 +320,15 @@ def test_majority(config: TrainConfig) -> dict[str, float]:
 
 def train_missing(
     cfg: FinalizeConfig,
-    parent,
-    objective: str,
+    parent_run_id: str,
+    invocation: Invocation,
     contenders: list[Contender],
     missing: dict[str, list[int]],
     primary: str,
     metrics: list[str],
 ) -> None:
     """Train each contender's missing seeds to full epochs as Tune trials logged to MLflow."""
+    objective, tune_path = invocation.objective, invocation.tune_path
     from ray import tune
 
     from search.mlflow_spool import spool_path, study_spool
@@ -364,7 +365,6 @@ def train_missing(
             }
         )
         logger.info("finalize trains %s seeds %s to %d epochs", c.row.label, list_text(seeds), c.config.epochs)
-    tune_path = Invocation.from_params(parent.data.params).tune_path
     storage, _, study_experiment = tune_path.rstrip("/").rpartition("/")
     trainable = tune.with_resources(
         tune.with_parameters(
@@ -374,7 +374,7 @@ def train_missing(
     )
     epochs = max(c.config.epochs for c in contenders)
     # the study's own spool: what the search left unsent goes first, then these runs, in order
-    spool = study_spool(spool_path(tune_path), cfg.tracking_uri, parent.info.run_id)
+    spool = study_spool(spool_path(tune_path), cfg.tracking_uri, parent_run_id)
     tuner = tune.Tuner(
         trainable,
         param_space={"trial": tune.grid_search(points)},
@@ -386,9 +386,7 @@ def train_missing(
             storage_path=storage,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             callbacks=[
-                MLflowTracker(
-                    cfg.tracking_uri, parent.info.run_id, epochs, [], objective=objective, spool=str(spool.path)
-                )
+                MLflowTracker(cfg.tracking_uri, parent_run_id, epochs, [], objective=objective, spool=str(spool.path))
             ],
             verbose=0,
         ),

@@ -94,7 +94,8 @@ def status_line(
     best completed: t00 baseline objective=0.6296 ± 0.0020``."""
     running = [t for t in trials if t.status == "RUNNING"]
     finished = [t for t in trials if t.status in ("TERMINATED", "ERROR")]
-    counts = Counter(outcome(t, max_epochs) for t in finished)
+    outcomes = [(t, outcome(t, max_epochs)) for t in finished]
+    counts = Counter(status for _, status in outcomes)
     waiting = len(trials) - len(running) - len(finished)
     doing = ", ".join(
         f"{tag(t)[1:-1]} epoch {int((t.last_result or {}).get('epoch', 0))}/{max_epochs}" for t in running
@@ -106,7 +107,7 @@ def status_line(
         + f", {counts[COMPLETED]} completed, {counts[PRUNED]} pruned, {counts[FAILED]} failed"
         + (f", {waiting} waiting" if waiting else "")
     )
-    done = [t for t in finished if outcome(t, max_epochs) == COMPLETED and objective in (t.last_result or {})]
+    done = [t for t, status in outcomes if status == COMPLETED and objective in (t.last_result or {})]
     if not done:
         return text + " | no trial completed yet"
     best = (max if mode == "max" else min)(done, key=lambda t: t.last_result[objective])

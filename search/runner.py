@@ -390,9 +390,9 @@ def summarise(cfg: SearchConfig, launch: Launch, end: StudyEnd) -> dict[str, Any
     from search.outcome import FAILED, outcome
 
     storage, name, spool = storage_path(cfg.storage), launch.name, launch.spool
-    if disk.stop_reason(storage, name):  # stopped for a full disk, as Ctrl-C stops a study: resumable
-        end.stopped(disk.stop_reason(storage, name))
-        raise disk.StorageFull(disk.stop_reason(storage, name))
+    if full := disk.stop_reason(storage, name):  # stopped for a full disk, as Ctrl-C stops a study: resumable
+        end.stopped(full)
+        raise disk.StorageFull(full)
     # the state Tune saved, as --resume will read it: after a graceful stop (Ctrl-C, SIGTERM) the
     # in-memory trials read TERMINATED, while the saved ones still read PENDING or RUNNING
     saved = tune.ExperimentAnalysis(launch.path).trials
