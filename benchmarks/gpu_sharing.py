@@ -22,35 +22,14 @@ from typing import Any
 import torch
 
 from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
-from benchmarks.throughput import FIXED_LENGTH, loop_steps, peek, rows_in, sync, tokens_in
+from benchmarks.throughput import benchmark_config, loop_steps, peek, rows_in, sync, tokens_in
 from trainables.batching import default_cache_dir
 from trainables.cli import setup_logging, write_json
-from trainables.config import DEFAULT_MODEL, PRECISIONS, EncoderConfig, SamplingConfig, TrainConfig
-from trainables.data import resolve_data_dir
+from trainables.config import DEFAULT_MODEL, PRECISIONS, TrainConfig
 from trainables.loop import Trainer, prepare_data
 from trainables.model import load_tokenizer
 
 WARMUP_STEPS = 3
-
-
-def run_config(args: argparse.Namespace, model: str, seed: int) -> TrainConfig:
-    tasks = tuple(t for t in args.tasks.split(",") if t)
-    return TrainConfig(
-        tasks=tasks,
-        primary=tasks[0],
-        sampling=SamplingConfig(schema="random"),
-        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH),
-        batch_size=args.batch_size,
-        max_train_examples=2400,
-        max_eval_examples=25,
-        data_dir=str(resolve_data_dir(args.data_dir)),
-        evaluate_test=False,
-        device=args.device,
-        seed=seed,
-        precision=args.precision,
-        lr=1e-5,
-        epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
-    )
 
 
 def trial(config: TrainConfig, steps: int, threads: int, barrier: Any, results: Any) -> None:
@@ -83,7 +62,7 @@ def share(args: argparse.Namespace, model: str, n: int) -> dict[str, Any]:
     barrier, results = context.Barrier(n), context.Queue()
     threads = max(1, (os.cpu_count() or 1) // n)
     procs = [
-        context.Process(target=trial, args=(run_config(args, model, seed), args.steps, threads, barrier, results))
+        context.Process(target=trial, args=(benchmark_config(args, model, seed), args.steps, threads, barrier, results))
         for seed in range(n)
     ]
     for p in procs:
@@ -140,7 +119,7 @@ def main() -> None:
     if args.random_init:
         model = str(save_random_encoder(args.random_init, default_cache_dir() / "random-encoders"))
         label = describe(args.random_init)
-    config = run_config(args, model, 0)
+    config = benchmark_config(args, model)
     prepare_data(config, load_tokenizer(config.encoder))  # fill the token cache once, not N times at once
 
     runs = [share(args, model, n) for n in counts]

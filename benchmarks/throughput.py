@@ -25,6 +25,7 @@ import os
 import pickle
 import platform
 import time
+from typing import Any
 
 import numpy as np
 import torch
@@ -232,6 +233,29 @@ def benchmark(trainer: Trainer, steps: int, padding_steps: int, rounds: int) -> 
     }
 
 
+def benchmark_config(args: argparse.Namespace, model: str, seed: int = 0, **options: Any) -> TrainConfig:
+    """What both benchmarks train: ``--tasks`` sampled at random, batches of ``--batch-size``
+    at up to FIXED_LENGTH tokens, with ``--device`` and ``--precision``, plus ``options``."""
+    tasks = tuple(t for t in args.tasks.split(",") if t)
+    return TrainConfig(
+        tasks=tasks,
+        primary=tasks[0],
+        sampling=SamplingConfig(schema="random"),
+        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH),
+        batch_size=args.batch_size,
+        max_train_examples=2400,
+        max_eval_examples=25,
+        data_dir=str(resolve_data_dir(args.data_dir)),
+        evaluate_test=False,
+        device=args.device,
+        seed=seed,
+        precision=args.precision,
+        lr=1e-5,
+        epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
+        **options,
+    )
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         prog="python -m benchmarks.throughput",
@@ -283,25 +307,7 @@ def main() -> None:
             str(save_random_encoder(args.random_init, default_cache_dir() / "random-encoders")),
             describe(args.random_init),
         )
-    tasks = tuple(t for t in args.tasks.split(",") if t)
-    config = TrainConfig(
-        tasks=tasks,
-        primary=tasks[0],
-        sampling=SamplingConfig(schema="random"),
-        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH),
-        batch_size=args.batch_size,
-        max_train_examples=2400,
-        max_eval_examples=25,
-        data_dir=str(resolve_data_dir(args.data_dir)),
-        evaluate_test=False,
-        device=args.device,
-        seed=0,
-        precision=args.precision,
-        compile=args.compile,
-        prefetch=not args.no_prefetch,
-        lr=1e-5,
-        epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
-    )
+    config = benchmark_config(args, model, compile=args.compile, prefetch=not args.no_prefetch)
     trainer = Trainer(config)
     load_before = os.getloadavg()[0]
     results = benchmark(trainer, args.steps, args.padding_steps, args.rounds)
