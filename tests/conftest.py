@@ -86,6 +86,38 @@ def tiny_winner(tiny_bert, tmp_path_factory):
     return trainer, config, checkpoint
 
 
+def study_env() -> dict:
+    """The environment of a ``search.run`` subprocess: this checkout importable, Ray's token auth
+    off (tests only)."""
+    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
+
+
+def tiny_config(model, **kw):
+    """A three-task TrainConfig that trains the tiny encoder ``model`` in seconds (``kw`` overrides)."""
+    from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
+
+    base = dict(
+        tasks=("semeval", "sst2", "pos"),
+        primary="semeval",
+        sampling=SamplingConfig(schema="anneal"),
+        encoder=EncoderConfig(model=str(model), max_seq_length=48),
+        epochs=2,
+        batch_size=8,
+        lr=1e-3,
+        max_train_examples=100,
+        max_eval_examples=50,
+        seed=3,
+        warmup=0.0,
+    )
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def strip_timing(epochs):
+    """Epoch metrics without their wall-time figures, so two runs can be compared exactly."""
+    return [{k: v for k, v in e.items() if "second" not in k} for e in epochs]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -4,7 +4,6 @@ the MLflow spool)."""
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import subprocess
@@ -14,18 +13,14 @@ import time
 from pathlib import Path
 
 import optuna
+from conftest import study_env
 from optuna.trial import TrialState
 
 from search.mlflow_spool import SPOOL_FILE
 from search.spool import records
 
-ROOT = Path(__file__).resolve().parents[2]
 RUN = ["-m", "search.run"]
 EPOCH_LINE = re.compile(r"seed \d+: epoch (\d+) step \d+/\d+")
-
-
-def env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
 
 
 def study_args(tmp: Path, model: Path, tracking_uri: str, name: str, *extra: str) -> list[str]:
@@ -65,7 +60,7 @@ class Driver:
         self.proc = subprocess.Popen(
             [sys.executable, *args],
             cwd=cwd,
-            env=env(),
+            env=study_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,

@@ -4,7 +4,6 @@ A head with no GPUs and two worker nodes declaring one GPU each run the same ent
 users run (``python -m search.run absa --preset smoke --address ADDR --gpus-per-trial 1``).
 """
 
-import os
 import sqlite3
 import subprocess
 import sys
@@ -13,8 +12,8 @@ from pathlib import Path
 
 import mlflow
 import pytest
+from conftest import study_env
 
-ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # 4 minutes of CI's 15: make test-all
 
 
@@ -57,10 +56,6 @@ def study(tmp: Path, model: Path, address: str, *extra: str) -> list[str]:
     ]
 
 
-def env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
-
-
 def trial_runs(tmp: Path):
     client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
     experiment = client.get_experiment_by_name("absa")
@@ -72,7 +67,7 @@ def test_trials_spread_over_gpu_worker_nodes(tmp_path, tiny_bert, cluster):
     r = subprocess.run(
         study(tmp_path, tiny_bert, c.address, "--trials", "4", "--max-concurrent", "2", "--gpus-per-trial", "1"),
         cwd=tmp_path,
-        env=env(),
+        env=study_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -107,7 +102,7 @@ def test_fractional_gpus_share_a_worker(tmp_path, tiny_bert, cluster):
             "1",
         ),
         cwd=tmp_path,
-        env=env(),
+        env=study_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -172,7 +167,9 @@ def test_lost_worker_node_trials_resume_from_checkpoint(tmp_path, tiny_bert, clu
         "--max-failures",
         "3",
     )
-    proc = subprocess.Popen(args, cwd=tmp_path, env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        args, cwd=tmp_path, env=study_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     deadline = time.time() + 300
     while not running_on(tmp_path, doomed.node_id):
         assert proc.poll() is None and time.time() < deadline, "no trial checkpointed on the second worker"

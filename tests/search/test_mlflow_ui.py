@@ -3,7 +3,6 @@ on its store, and the pages rendered by headless Chromium (the UI is a JavaScrip
 only a browser shows what its tables hold)."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -13,9 +12,8 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from conftest import mlflow_server
+from conftest import mlflow_server, study_env
 
-ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
     pytest.mark.slow,
@@ -23,10 +21,6 @@ pytestmark = [
         CHROMIUM is None, reason="no headless Chromium (chromium on PATH): the UI check needs a browser"
     ),
 ]
-
-
-def env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +52,7 @@ def study(tmp_path_factory, tiny_bert):
             str(tmp / "ray"),
         ],
         cwd=tmp,
-        env=env(),
+        env=study_env(),
         capture_output=True,
         text=True,
         timeout=600,

@@ -13,16 +13,19 @@ BASE = TrainConfig(tasks=("semeval",), primary="semeval", epochs=3)
 OBJ = STUDY.objective
 
 
-def searcher(points=None, sampler=None):
+def searcher(points=None, sampler=None, storage=None, study=STUDY):
+    """``points``: the configs tried first (default: the baseline; ``()``: none, as for a searcher
+    about to be restored); ``storage``: an Optuna storage to share (default: in memory)."""
     return CanonicalOptunaSearch(
-        STUDY,
+        study,
         BASE,
         3,
         metric=OBJ,
         mode="max",
-        points_to_evaluate=points or [baseline_choices(STUDY)],
+        points_to_evaluate=[baseline_choices(study)] if points is None else list(points) or None,
         sampler=sampler or optuna.samplers.RandomSampler(seed=0),
         study_name="t",
+        storage=storage,
     )
 
 
@@ -124,23 +127,11 @@ def test_repeat_of_a_finished_trial_gets_its_outcome_at_once(outcome):
 
 def test_restore_fails_optuna_trials_asked_after_the_save(tmp_path):
     storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
-    s = CanonicalOptunaSearch(
-        STUDY,
-        BASE,
-        3,
-        metric=OBJ,
-        mode="max",
-        points_to_evaluate=[baseline_choices(STUDY)],
-        sampler=optuna.samplers.RandomSampler(seed=0),
-        study_name="t",
-        storage=storage,
-    )
+    s = searcher(storage=storage)
     s.suggest("a")
     s.save(str(tmp_path / "searcher.pkl"))
     s.suggest("b")  # asked, then the driver dies before the next save
-    restored = CanonicalOptunaSearch(
-        STUDY, BASE, 3, metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(), study_name="t", storage=storage
-    )
+    restored = searcher(points=(), sampler=optuna.samplers.RandomSampler(), storage=storage)
     restored.restore(str(tmp_path / "searcher.pkl"))
     states = [t.state for t in optuna.load_study(study_name="t", storage=storage).trials]
     assert states == [TrialState.RUNNING, TrialState.FAIL]  # "a" goes on; "b" is gone for good
@@ -149,14 +140,11 @@ def test_restore_fails_optuna_trials_asked_after_the_save(tmp_path):
 def test_rerun_of_a_trial_optuna_already_finished_is_ignored(tmp_path):
     # the driver died after telling Optuna "a" completed but before Tune saved that: Tune reruns "a"
     storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
-    kwargs = dict(
-        metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage
-    )
-    s = CanonicalOptunaSearch(STUDY, BASE, 3, points_to_evaluate=[baseline_choices(STUDY)], **kwargs)
+    s = searcher(storage=storage)
     s.suggest("a")
     s.save(str(tmp_path / "searcher.pkl"))
     s.on_trial_complete("a", {OBJ: 0.7, "epoch": 3, "training_iteration": 3})
-    restored = CanonicalOptunaSearch(STUDY, BASE, 3, **kwargs)
+    restored = searcher(points=(), storage=storage)
     restored.restore(str(tmp_path / "searcher.pkl"))
     restored.on_trial_result("a", {OBJ: 0.5, "training_iteration": 1, "epoch": 1})  # no UpdateFinishedTrialError
     restored.on_trial_complete("a", {OBJ: 0.6, "epoch": 3, "training_iteration": 3})
@@ -171,17 +159,7 @@ def test_a_space_with_one_config_is_exhausted_not_interrupted(tmp_path):
         name="tiny", primary="semeval", candidates=(), metric="acc_4way", schemas=("prop",), lr=None, warmup=None
     )
     storage = f"sqlite:///{tmp_path}/optuna.db"
-    s = CanonicalOptunaSearch(
-        tiny,
-        BASE,
-        3,
-        metric=OBJ,
-        mode="max",
-        points_to_evaluate=[baseline_choices(tiny)],
-        sampler=optuna.samplers.RandomSampler(seed=0),
-        study_name="t",
-        storage=optuna.storages.RDBStorage(storage),
-    )
+    s = searcher(storage=optuna.storages.RDBStorage(storage), study=tiny)
     assert s.suggest("a")["baseline"]
     assert s.suggest("b") == "FINISHED" and s.exhausted
     from search.runner import space_exhausted
@@ -192,16 +170,13 @@ def test_a_space_with_one_config_is_exhausted_not_interrupted(tmp_path):
 def test_the_searchers_own_state_survives_a_restore(tmp_path):
     # OptunaSearch.save pickles __dict__: a repeat parked before the save is still answered after the restore
     storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path}/optuna.db")
-    kwargs = dict(
-        metric=OBJ, mode="max", sampler=optuna.samplers.RandomSampler(seed=0), study_name="t", storage=storage
-    )
     single_square = {**baseline_choices(STUDY), "schema": "square"}
-    s = CanonicalOptunaSearch(STUDY, BASE, 3, points_to_evaluate=[baseline_choices(STUDY), single_square], **kwargs)
+    s = searcher(points=[baseline_choices(STUDY), single_square], storage=storage)
     s.suggest("a")
     s.suggest("b")  # the repeat of "a" is parked, waiting for a's end
     s.on_trial_result("a", {OBJ: 0.6, "training_iteration": 1, "epoch": 1})
     s.save(str(tmp_path / "searcher.pkl"))
-    restored = CanonicalOptunaSearch(STUDY, BASE, 3, **kwargs)
+    restored = searcher(points=(), storage=storage)
     restored.restore(str(tmp_path / "searcher.pkl"))
     assert (
         restored.first_trial,

@@ -12,10 +12,8 @@ import mlflow
 import optuna
 import pandas as pd
 import pytest
-from conftest import example_study, mlflow_server
+from conftest import example_study, mlflow_server, study_env
 from optuna.trial import TrialState
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def study_args(tmp: Path, model: Path, *extra: str) -> list[str]:
@@ -50,10 +48,6 @@ def study_args(tmp: Path, model: Path, *extra: str) -> list[str]:
     ]
 
 
-def env() -> dict:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "disabled"}
-
-
 def runs(tmp: Path):
     client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
     experiment = client.get_experiment_by_name("absa")
@@ -75,7 +69,7 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
     r = subprocess.run(
         study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2", "--no-finalize"),
         cwd=tmp_path,
-        env=env(),
+        env=study_env(),
         capture_output=True,
         text=True,
         timeout=600,
@@ -159,7 +153,7 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     proc = subprocess.Popen(
         args,
         cwd=tmp_path,
-        env=env(),
+        env=study_env(),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -190,7 +184,7 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     r = subprocess.run(
         study_args(tmp_path, tiny_bert, "--trials", "3", "--name", "resumable"),
         cwd=tmp_path,
-        env=env(),
+        env=study_env(),
         capture_output=True,
         text=True,
         timeout=120,
@@ -200,7 +194,7 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     # no --model: a resumed study takes the encoder (and the data it needs) from the invocation it continues
     args = study_args(tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable", "--no-finalize")
     args = args[: args.index("--model")] + args[args.index("--model") + 2 :]
-    r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(args, cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     client, parents, children = runs(tmp_path)
     assert len(parents) == 1
@@ -243,7 +237,7 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         args: subprocess.Popen(
             [sys.executable, "-m", "search.run", *args, "--model", str(tiny_bert)],
             cwd=tmp_path,
-            env=env(),
+            env=study_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -290,7 +284,7 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
             "--final-seeds",
             "2",
         )
-        r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+        r = subprocess.run(args, cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=600)
         assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
         client = mlflow.MlflowClient(uri, registry_uri=uri)
         experiment = client.get_experiment_by_name("absa")
@@ -359,7 +353,7 @@ def test_readme_study_file_end_to_end(tmp_path, tiny_bert):
         "--storage",
         str(tmp_path / "ray"),
     ]
-    r = subprocess.run(args, cwd=tmp_path, env=env(), capture_output=True, text=True, timeout=600)
+    r = subprocess.run(args, cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")

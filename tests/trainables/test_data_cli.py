@@ -174,16 +174,16 @@ def test_evaluate_multiclass_and_two_class_files(tmp_path, data_dir):
     assert evaluate(task, "test", tmp_path / "one.txt") == evaluate(task, "test", tmp_path / "two.txt")
 
 
-def test_evaluate_prints_undefined_metrics_as_null(tmp_path, data_dir):
-    # one (sentence, location) with every aspect None: no AUC is defined
+def evaluate_sentihood_dev(tmp_path, aspects):
+    """``trainables.evaluate`` on a Sentihood dev file of one sentence and location, one row per
+    aspect in ``aspects`` (all None), with predictions that say None for each."""
     root = tmp_path / "data"
     (root / "sentihood" / "bert-pair").mkdir(parents=True)
     (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text(
-        "id\tsentence1\tsentence2\tlabel\n"
-        + "".join(f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety", "transit location"))
+        "id\tsentence1\tsentence2\tlabel\n" + "".join(f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in aspects)
     )
-    (tmp_path / "p.txt").write_text("0.9\n0.05\n0.05\n" * 4)
-    r = cli(
+    (tmp_path / "p.txt").write_text("0.9\n0.05\n0.05\n" * len(aspects))
+    return cli(
         "trainables.evaluate",
         "sentihood",
         "--split",
@@ -193,6 +193,11 @@ def test_evaluate_prints_undefined_metrics_as_null(tmp_path, data_dir):
         "--data-dir",
         str(root),
     )
+
+
+def test_evaluate_prints_undefined_metrics_as_null(tmp_path, data_dir):
+    # one (sentence, location) with every aspect None: no AUC is defined
+    r = evaluate_sentihood_dev(tmp_path, ("general", "price", "safety", "transit location"))
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert out["strict_acc"] == 1.0 and out["aspect_auc"] is None and out["sentiment_acc"] is None
@@ -279,23 +284,7 @@ def test_evaluate_refuses_bytes_that_are_not_utf8_and_rows_that_are_no_distribut
 
 def test_evaluate_metric_shape_errors_are_one_line(tmp_path, data_dir, monkeypatch):
     # a Sentihood file whose rows do not form runs of 4 aspects fails on read, naming the line ...
-    root = tmp_path / "data"
-    (root / "sentihood" / "bert-pair").mkdir(parents=True)
-    (root / "sentihood" / "bert-pair" / "dev_NLI_M.tsv").write_text(
-        "id\tsentence1\tsentence2\tlabel\n"
-        + "".join(f"0\tnice\tlocation - 1 - {a}\tNone\n" for a in ("general", "price", "safety"))
-    )
-    (tmp_path / "p.txt").write_text("0.9\n0.05\n0.05\n" * 3)
-    r = cli(
-        "trainables.evaluate",
-        "sentihood",
-        "--split",
-        "dev",
-        "--predictions",
-        str(tmp_path / "p.txt"),
-        "--data-dir",
-        str(root),
-    )
+    r = evaluate_sentihood_dev(tmp_path, ("general", "price", "safety"))
     one_line_error(r, "dev_NLI_M.tsv: ends inside the run of id 0 location - 1 begun on line 2")
     # ... and any shape error a task's metrics still raise becomes a DataError naming the predictions
     from trainables.evaluate import evaluate

@@ -5,34 +5,13 @@ import sys
 import numpy as np
 import pytest
 import torch
+from conftest import strip_timing, tiny_config
 
 from trainables.batching import IGNORE, Padding, collate, encode, limit_rows
-from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
+from trainables.config import ConfigError, EncoderConfig
 from trainables.loop import DivergedError, Trainer, prepare_data, train
 from trainables.model import DEFAULT_MODEL, build_model, default_summary, load_tokenizer, resolve_model_path, summarize
 from trainables.tasks import get_task
-
-
-def tiny_config(model, **kw) -> TrainConfig:
-    base = dict(
-        tasks=("semeval", "sst2", "pos"),
-        primary="semeval",
-        sampling=SamplingConfig(schema="anneal"),
-        encoder=EncoderConfig(model=str(model), max_seq_length=48),
-        epochs=2,
-        batch_size=8,
-        lr=1e-3,
-        max_train_examples=100,
-        max_eval_examples=50,
-        seed=3,
-        warmup=0.0,
-    )
-    base.update(kw)
-    return TrainConfig(**base)
-
-
-def strip_timing(epochs):
-    return [{k: v for k, v in e.items() if "second" not in k} for e in epochs]
 
 
 def test_run_reports_every_epoch_with_distribution(tiny_bert):

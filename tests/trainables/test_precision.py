@@ -5,9 +5,10 @@ import json
 import numpy as np
 import pytest
 import torch
+from conftest import strip_timing, tiny_config
 
 from trainables.batching import Padding, collate, encode
-from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
+from trainables.config import ConfigError, EncoderConfig, TrainConfig
 from trainables.loop import DivergedError, Trainer, train
 from trainables.model import load_tokenizer, save_tiny_encoder
 from trainables.precision import padding_multiple, resolve_precision
@@ -15,26 +16,8 @@ from trainables.tasks import get_task
 
 
 def config(model, **kw) -> TrainConfig:
-    base = dict(
-        tasks=("semeval", "sst2", "pos"),
-        primary="semeval",
-        sampling=SamplingConfig(schema="anneal"),
-        encoder=EncoderConfig(model=str(model), max_seq_length=48),
-        epochs=2,
-        batch_size=8,
-        lr=1e-3,
-        max_train_examples=64,
-        max_eval_examples=32,
-        seed=3,
-        warmup=0.0,
-        evaluate_test=False,
-    )
-    base.update(kw)
-    return TrainConfig(**base)
-
-
-def strip_timing(epochs):
-    return [{k: v for k, v in e.items() if "second" not in k} for e in epochs]
+    """The loop tests' tiny config, smaller and without a test split."""
+    return tiny_config(model, **{"max_train_examples": 64, "max_eval_examples": 32, "evaluate_test": False, **kw})
 
 
 @pytest.fixture(scope="module")
