@@ -46,7 +46,8 @@ def share_trial_view(c, experiment: str, name: str, parent_run_id: str, mode: st
         "tags.`epochs_trained`": 120,
     }
     view = {
-        "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}'",
+        # the search's trials only: finalize's single-seed runs (kind "final") would rank among them
+        "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}' and tags.kind = 'trial'",
         "orderByKey": "metrics.`objective`",
         "orderByAsc": mode == "min",
         "selectedColumns": [k for k in columns if not k.startswith("attributes.")],

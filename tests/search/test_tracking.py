@@ -99,6 +99,14 @@ def test_trial_run_layout(study):
 
     runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id], "tags.kind = 'trial'")}
     assert set(runs) == {"t00 baseline", "t03 sst2+pos power(a=1.3)"}
+    # the view lists the search's trials, not finalize's runs of single seeds under the same parent
+    client.create_run(
+        experiment.experiment_id,
+        run_name="final winner t03 seeds 3",
+        tags={"mlflow.parentRunId": parent, "kind": "final"},
+    )
+    viewed = client.search_runs([experiment.experiment_id], view["searchFilter"])
+    assert {r.info.run_name for r in viewed} == set(runs)
     baseline, multi = runs["t00 baseline"], runs["t03 sst2+pos power(a=1.3)"]
     assert baseline.data.params == {
         "schema": "single",
