@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trainables.tune import DIVERGED
+from trainables.results import DIVERGED
 
 COMPLETED, PRUNED, FAILED = "completed", "pruned", "failed"
 

@@ -23,7 +23,7 @@ from search.outcome import COMPLETED, FAILED, PRUNED, outcome_of
 from spaces import Study, apply_choices, baseline_choices, canonical, canonical_key, define_space, run_name
 from spaces.canonical import flatten
 from trainables.config import TrainConfig
-from trainables.tune import DIVERGED
+from trainables.results import DIVERGED
 
 logger = logging.getLogger(__name__)
 MAX_DUPLICATES = 200  # consecutive repeats before the space is taken as exhausted

@@ -39,7 +39,7 @@ from search.outcome import FAILED, outcome_of
 from search.spool import Spool
 from spaces.canonical import WEIGHTED
 from trainables.config import ConfigError, TrainConfig
-from trainables.tune import DIVERGED, FAILURE_REASON
+from trainables.results import DIVERGED, FAILURE_REASON
 
 logger = logging.getLogger(__name__)
 STATUS_TAG = "status"  # running | completed | pruned | failed | interrupted (KILLED with its study)

@@ -30,10 +30,9 @@ from trainables.batching import tokenizer_identity
 from trainables.config import TrainConfig
 from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
+from trainables.results import DIVERGED, FAILURE_REASON, seed_key
 
 logger = logging.getLogger(__name__)
-DIVERGED = "diverged"  # result key: 1.0 on the final result of a trial whose loss became NaN
-FAILURE_REASON = "failure_reason"
 
 
 def aggregate(
@@ -56,7 +55,7 @@ def aggregate(
         if keep_seeds(key):
             for seed, v in zip(seeds, values):
                 if not np.isnan(v):
-                    out[f"{key}/seed{seed}"] = float(v)
+                    out[seed_key(key, seed)] = float(v)
     return out
 
 
