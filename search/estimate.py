@@ -17,7 +17,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from search.config import SearchConfig
+from search.study.config import SearchConfig
 from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
@@ -25,8 +25,10 @@ from trainables.config import ConfigError
 from trainables.sampling import steps_per_epoch
 from trainables.tasks import DataError, get_task
 
-EVAL_SPEEDUP = 3.0  # a forward pass costs about a third of forward + backward
 logger = logging.getLogger("search.estimate")
+
+
+EVAL_SPEEDUP = 3.0  # a forward pass costs about a third of forward + backward
 
 
 def benchmark_throughput(path: str | Path) -> tuple[float, dict[str, Any]]:

@@ -12,8 +12,8 @@ import argparse
 import logging
 import os
 
-from search.config import SEARCHES, SearchConfig
-from search.console import quiet_console
+from search.infra.quiet import quiet_console
+from search.study.config import SEARCHES, SearchConfig
 from spaces import builtin_studies, get_study
 from spaces.study_file import listing
 from trainables.cli import ArgumentParser, fail, run_main, setup_logging
@@ -22,6 +22,8 @@ from trainables.tasks import DataError
 from trainables.tasks.base import PROTOCOLS
 
 logger = logging.getLogger("search.run")
+
+
 EX_TEMPFAIL = 75  # sysexits.h: a temporary failure, try again later (the tracking server stayed down)
 
 
@@ -168,8 +170,8 @@ def main() -> int:
     setup_logging(args.verbose)
     quiet_console(args.verbose)
     quick_tracking_client()
-    from search.ending import TrackingUnavailable
-    from search.runner import run
+    from search.study.ending import TrackingUnavailable
+    from search.study.runner import run
 
     try:
         outcome = run(cfg)
@@ -180,7 +182,8 @@ def main() -> int:
         return 130
     final = None
     if cfg.finalize:
-        from search.finalize import FinalizeConfig, finalize
+        from search.answer.config import FinalizeConfig
+        from search.answer.final import finalize
 
         seeds = cfg.final_seeds or get_study(cfg.study).preset(outcome["preset"]).final_seeds
         try:
@@ -199,7 +202,7 @@ def main() -> int:
         except ConfigError as exc:  # e.g. ASHA stopped every multitask trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
     if cfg.report:
-        from search.report import build_report
+        from search.answer.report import build_report
 
         paths = build_report(cfg.study, outcome["tracking_uri"], run_name=outcome["name"], final=final)
         logger.info("report: %s", paths["markdown"])

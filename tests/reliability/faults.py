@@ -16,8 +16,8 @@ import optuna
 from conftest import study_env
 from optuna.trial import TrialState
 
-from search.mlflow_spool import SPOOL_FILE
-from search.spool import records
+from search.tracking.sink import SPOOL_FILE
+from search.tracking.spool import records
 
 RUN = ["-m", "search.run"]
 EPOCH_LINE = re.compile(r"seed \d+: epoch (\d+) step \d+/\d+")

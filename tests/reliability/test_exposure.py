@@ -1,7 +1,7 @@
 """A local study's Ray: its own (never a foreign cluster it finds), listening on 127.0.0.1 only.
 
 One driver process starts Ray the way ``search.run`` does without ``--address``
-(``search.ray_connect.connect_address(None)``), runs a task so that a worker listens too,
+(``search.infra.ray_connect.connect_address(None)``), runs a task so that a worker listens too,
 and holds it while the tests look. A foreign cluster (``ray.cluster_utils.Cluster``) is up
 beside it, named both by Ray's current-cluster file and by ``RAY_ADDRESS``: what a plain
 ``ray.init()`` joins. Both share a private Ray temp folder, so other users' Rays see neither.

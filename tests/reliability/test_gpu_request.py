@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from search import resources
-from search.resources import autoscaler_node_types, check_request
+from search.infra import resources
+from search.infra.resources import autoscaler_node_types, check_request
 from trainables.config import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from search.spool import Spool, Unreachable, records, unsent
+from search.tracking.spool import Spool, Unreachable, records, unsent
 
 QUICK = (0.02, 0.05)  # retry waits of these tests' spools, in seconds
 

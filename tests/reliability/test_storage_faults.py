@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from search import disk
-from search.disk import SpaceNeed, StorageFull, StorageGuard
+from search.infra import disk
+from search.infra.disk import SpaceNeed, StorageFull, StorageGuard
 
 MB = 10**6
 NEED = SpaceNeed(checkpoint=100 * MB, first=200 * MB, total=600 * MB)
@@ -39,7 +39,7 @@ def test_a_storage_too_small_for_the_first_checkpoints_is_refused_up_front(monke
         "--storage"
     )
     monkeypatch.setattr(disk, "free_bytes", lambda storage: 400 * MB)
-    with caplog.at_level(logging.WARNING, "search.disk"):
+    with caplog.at_level(logging.WARNING, "search.infra.disk"):
         disk.check_space("/data/ray", NEED, "")  # enough to start: said, not refused
     assert "400 MB free, the study may need 608 MB" in caplog.text
     monkeypatch.undo()

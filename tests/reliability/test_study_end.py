@@ -1,4 +1,4 @@
-"""Every way out of ``search.runner.run`` ends what the study opened (search/ending.py), here
+"""Every way out of ``search.study.runner.run`` ends what the study opened (search/study/ending.py), here
 without Ray: the study's body replaced by one that opens a parent run, a trial run and an
 Optuna trial, then fails as a driver can (a refusal after Ray started, Ctrl-C outside Tune,
 Ray's SIGTERM handler)."""
@@ -13,12 +13,13 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-import search.runner
-from search.config import SearchConfig
-from search.ending import StudyEnd
-from search.mlflow_spool import study_spool
-from search.spool import unsent
-from search.tracking import start_parent_run
+import search.study.ending
+import search.study.runner
+from search.study.config import SearchConfig
+from search.study.ending import StudyEnd
+from search.tracking.runs import start_parent_run
+from search.tracking.sink import study_spool
+from search.tracking.spool import unsent
 from trainables.config import ConfigError
 
 FAULTS = {
@@ -61,9 +62,9 @@ def test_a_failing_driver_ends_its_runs_and_trials(store, monkeypatch, fault, re
         )
         raise error
 
-    monkeypatch.setattr(search.runner, "run_study", body)
+    monkeypatch.setattr(search.study.runner, "run_study", body)
     with pytest.raises(type(error)):
-        search.runner.run(SearchConfig("absa", tracking_uri=uri))
+        search.study.runner.run(SearchConfig("absa", tracking_uri=uri))
 
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("absa")
@@ -91,9 +92,9 @@ def test_a_refusal_before_the_parent_run_touches_nothing(store, monkeypatch):
     def body(cfg, end):
         raise ConfigError("--metric 'bogus': expected one of ...")  # prepare() refuses, after Ray started
 
-    monkeypatch.setattr(search.runner, "run_study", body)
+    monkeypatch.setattr(search.study.runner, "run_study", body)
     with pytest.raises(ConfigError):
-        search.runner.run(SearchConfig("absa", tracking_uri=uri))
+        search.study.runner.run(SearchConfig("absa", tracking_uri=uri))
     study = optuna.load_study(study_name="early", storage=storage)
     assert [t.state for t in study.trials] == [TrialState.RUNNING] and "ended" not in study.user_attrs
 
@@ -127,9 +128,9 @@ def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(s
         spool.put({"op": "start", "trial": "t1", "name": "t00 baseline", "tags": {}})
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr(search.runner, "run_study", body)
+    monkeypatch.setattr(search.study.runner, "run_study", body)
     with pytest.raises(ZeroDivisionError):
-        search.runner.run(SearchConfig("absa", tracking_uri=uri))
+        search.study.runner.run(SearchConfig("absa", tracking_uri=uri))
     ends = [(r["trial"], r["state"], r["tags"]["end_reason"]) for r in unsent(path) if r["op"] == "end"]
     assert ends == [
         ("t1", "KILLED", "ZeroDivisionError: division by zero"),
@@ -141,6 +142,6 @@ def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(s
 def test_the_outage_line_names_the_tracking_uri_without_its_password():
     spool = SimpleNamespace(last_error="Connection refused", pending=lambda: 3, path="ray/absa-1/mlflow-spool.jsonl")
     cfg = SearchConfig("absa", tracking_uri="https://me:s3cret@mlflow.example.org", tracking_grace=60)
-    line = str(search.runner.tracking_unavailable(spool, cfg, "absa-1"))
+    line = str(search.study.ending.tracking_unavailable(spool, cfg, "absa-1"))
     assert "https://me:***@mlflow.example.org unreachable for over 60 s (Connection refused)" in line
     assert "s3cret" not in line and line.endswith("python -m search.run absa --resume --name absa-1")

@@ -19,7 +19,7 @@ from faults import (
     values_lost,
 )
 
-from search.spool import unsent
+from search.tracking.spool import unsent
 
 pytestmark = [pytest.mark.slow, pytest.mark.reliability]
 EPOCHS = 16  # one trial, 1.5-3 s an epoch: the long outage stops it early, the resume trains the rest

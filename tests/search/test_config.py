@@ -2,7 +2,8 @@
 
 import pytest
 
-from search.config import Invocation, SearchConfig
+from search.study.config import SearchConfig
+from search.tracking.records import Invocation
 from spaces import get_study
 from trainables.config import ConfigError
 

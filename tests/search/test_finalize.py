@@ -5,7 +5,8 @@ import math
 import pandas as pd
 import pytest
 
-from search.finalize import Contender, choose, collect, compare, objective_metric_of, per_seed, primary_test_metrics
+from search.answer.comparison import Contender, compare
+from search.answer.contenders import choose, collect, objective_metric_of, per_seed, primary_test_metrics
 from trainables.config import ConfigError, TrainConfig
 
 

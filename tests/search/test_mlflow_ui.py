@@ -123,7 +123,7 @@ def test_console_names_trials_and_keeps_library_notices_out(study):
 def test_trials_view_shows_objective_schema_and_names(study, server):
     tmp, _ = study
     experiment, trials = records(study)
-    from search.mlflow_view import trial_view_url
+    from search.tracking.view import trial_view_url
 
     page = render(server + trial_view_url(experiment.experiment_id, "ui-study"), tmp)
     assert "Detect Issues" not in page and "Runs" in page  # the training runs page, not GenAI's overview

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from search.model import log_winner
+from search.tracking.registry import log_winner
 from trainables.model import load_tokenizer
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The report's sentences, on hand-made inputs (the whole report is tested end to end in test_study.py)."""
 
-from search.report import baseline_lr
+from search.answer.ranking import baseline_lr
 from spaces import get_study
 from spaces.canonical import baseline_choices, baseline_moves
 from trainables.config import TrainConfig

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
-from search.scheduler import BaselineKeepingASHA
+from search.study.scheduler import BaselineKeepingASHA
 
 METRIC = "semeval/dev/acc_4way/mean"
 

@@ -4,7 +4,7 @@ import optuna
 import pytest
 from optuna.trial import TrialState
 
-from search.searcher import CanonicalOptunaSearch
+from search.study.searcher import CanonicalOptunaSearch
 from spaces import apply_choices, baseline_choices, canonical, get_study, run_name
 from trainables.config import SamplingConfig, TrainConfig
 
@@ -162,7 +162,7 @@ def test_a_space_with_one_config_is_exhausted_not_interrupted(tmp_path):
     s = searcher(storage=optuna.storages.RDBStorage(storage), study=tiny)
     assert s.suggest("a")["baseline"]
     assert s.suggest("b") == "FINISHED" and s.exhausted
-    from search.runner import space_exhausted
+    from search.study.runner import space_exhausted
 
     assert space_exhausted(storage, "t") and not space_exhausted(storage, "missing")
 

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from search.stats import (
+from search.answer.stats import (
     BETTER,
     SAME,
     TOO_FEW,

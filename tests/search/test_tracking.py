@@ -10,11 +10,13 @@ from types import SimpleNamespace
 import mlflow
 import pytest
 
-from search.config import SearchConfig
-from search.mlflow_view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
-from search.progress import StudyStatus, TrialLines, status_line
-from search.searcher import flat_config
-from search.tracking import CONFIG_ARTIFACT, MLflowTracker, TrialParams, find_parent, start_parent_run, trial_table
+from search.study.config import SearchConfig
+from search.study.progress import StudyStatus, TrialLines, status_line
+from search.study.searcher import flat_config
+from search.tracking.records import CONFIG_ARTIFACT, TrialParams
+from search.tracking.runs import find_parent, start_parent_run, trial_table
+from search.tracking.tracker import MLflowTracker
+from search.tracking.view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
 from spaces import canonical, run_name
 from trainables.config import SamplingConfig, TrainConfig
 from trainables.tune import aggregate, seed_values_kept
@@ -221,7 +223,7 @@ def test_status_line_names_the_best_completed_trial_not_a_pruned_one():
 
 
 def test_a_diverged_trial_counts_as_failed():
-    from search.outcome import outcome
+    from search.tracking.outcome import outcome
 
     cfg = canonical(BASE)
     done, cut, diverged, errored = (trial(x, n, cfg) for x, n in (("c", 1), ("p", 2), ("d", 3), ("e", 4)))

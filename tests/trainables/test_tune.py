@@ -63,8 +63,9 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     import ray
     from ray import tune
 
-    from search.searcher import flat_config
-    from search.tracking import MLflowTracker, start_parent_run
+    from search.study.searcher import flat_config
+    from search.tracking.runs import start_parent_run
+    from search.tracking.tracker import MLflowTracker
     from trainables.config import EncoderConfig, TrainConfig
     from trainables.tune import multitask_trainable
 

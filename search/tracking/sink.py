@@ -12,22 +12,26 @@ import re
 from pathlib import Path
 from typing import Any
 
-from search.spool import Spool, Unreachable, records
+from search.infra.storage import local_path
+from search.tracking.spool import Spool, Unreachable, records
 from trainables.cli import mask_credentials
 from trainables.config import ConfigError
 
 SPOOL_FILE = "mlflow-spool.jsonl"
+
+
 _spools: dict[Path, Spool] = {}
 
 
 def spool_path(tune_path: str) -> Path:
     """A study's MLflow spool: in its Tune experiment folder, or, for an object-store
     ``--storage`` (which takes no appends), in the local cache under the experiment's name."""
-    if "://" in tune_path and not tune_path.startswith("file://"):
+    local = local_path(tune_path)
+    if local is None:
         from trainables.batching import default_cache_dir
 
         return default_cache_dir() / "spool" / f"{tune_path.rstrip('/').rpartition('/')[2]}-{SPOOL_FILE}"
-    return Path(tune_path.removeprefix("file://")) / SPOOL_FILE
+    return local / SPOOL_FILE
 
 
 def study_spool(path: str | Path, tracking_uri: str, parent_run_id: str, grace_s: float | None = None) -> Spool:

@@ -25,14 +25,25 @@ from typing import Any
 
 from ray.tune import Callback
 
+from search.infra.storage import local_path
 from trainables.config import TrainConfig
 
 logger = logging.getLogger(__name__)
+
+
 # a trial's error text that means the disk (or a quota) is full, not that the trial is wrong
 FULL = re.compile(r"no space left on device|disk quota exceeded|\[errno (28|122)\]", re.IGNORECASE)
+
+
 OVERHEAD = 2 * 2**20  # per seed: sampler, batch orders, RNG states, scheduler
+
+
 RESERVE = 8 * 2**20  # kept free for the experiment state Tune writes when the study stops
+
+
 POLL_S = 5.0  # seconds between free-space checks in the driver
+
+
 STOPPED: dict[str, str] = {}  # experiment path -> why StorageGuard stopped it (read by the runner)
 
 
@@ -73,13 +84,6 @@ class SpaceNeed:
 
     def describe(self) -> str:
         return f"~{size(self.checkpoint)} per trial checkpoint, ~{size(self.total)} for the whole study"
-
-
-def local_path(storage: str) -> Path | None:
-    """A local (or mounted) ``--storage`` as a path; None for object stores (s3://, gs://)."""
-    if "://" in storage and not storage.startswith("file://"):
-        return None
-    return Path(storage.removeprefix("file://")).resolve()
 
 
 def free_bytes(storage: str) -> int | None:

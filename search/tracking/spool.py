@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 logger = logging.getLogger(__name__)
+
+
 RETRY_S = (1.0, 10.0)  # first and longest wait between two tries of an unreachable sink
 
 

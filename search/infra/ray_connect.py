@@ -1,14 +1,11 @@
-"""Joining Ray: a private local Ray by default, a cluster only at an explicit ``--address``."""
+"""Joining Ray: a private local Ray by default, a cluster only at an explicit ``--address``.
+"""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from search.storage import is_remote_storage
-
-if TYPE_CHECKING:
-    from search.config import SearchConfig
+from search.infra.storage import is_remote_storage
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +32,8 @@ def connect_address(address: str | None) -> None:
     """
     import ray
 
-    from search.console import worker_setup
-    from search.local_ray import loopback_only
+    from search.infra.local_ray import loopback_only
+    from search.infra.quiet import worker_setup
 
     if ray.is_initialized():
         return
@@ -56,19 +53,20 @@ def connect_address(address: str | None) -> None:
         raise ConnectionError(f"Ray cluster at --address {address}: {str(exc).splitlines()[0]}") from None
 
 
-def connect(cfg: SearchConfig) -> None:
+def connect(address: str | None, cpus_per_trial: float, gpus_per_trial: float, storage: str) -> None:
+    """Join Ray (:func:`connect_address`), check that one trial fits, warn about a node-local storage."""
     import ray
 
-    from search.resources import check_request
+    from search.infra.resources import check_request
 
-    connect_address(cfg.address)
-    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
+    connect_address(address)
+    check_request(cpus_per_trial, gpus_per_trial, local=address in (None, "local"))
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     # an autoscaling cluster may show only its head now: any cluster address counts as multi-node
-    if (len(nodes) > 1 or cfg.address not in (None, "local")) and not is_remote_storage(cfg.storage):
+    if (len(nodes) > 1 or address not in (None, "local")) and not is_remote_storage(storage):
         logger.warning(
             "Ray cluster (%d node(s) now; an autoscaler may add more) with a plain local --storage %s: fine only "
             "if every node mounts that filesystem; otherwise use s3:// or gs:// so checkpoints survive a node",
             len(nodes),
-            cfg.storage,
+            storage,
         )

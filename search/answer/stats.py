@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 METHOD = "paired t, 95%"
+
+
 BETTER, SAME, WORSE, TOO_FEW = (
     "better than the baseline",
     "no significant difference",
@@ -62,7 +64,6 @@ def paired_difference(config: Sequence[float], baseline: Sequence[float], confid
 
 
 MIN_PAIRS = 3  # two pairs give a t interval, but two equal differences (common on a small discrete
-# metric) give a zero-width one: no verdict below three
 
 
 def verdict(diff: PairedDifference, mode: str = "max") -> str:

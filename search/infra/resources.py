@@ -16,7 +16,11 @@ from pathlib import Path
 from trainables.config import ConfigError
 
 logger = logging.getLogger(__name__)
+
+
 BOOTSTRAP = Path("~/ray_bootstrap_config.yaml")  # what `ray up` leaves on the head (Tune reads it too)
+
+
 Shape = Mapping[str, float]  # a node's resources: {"CPU": 8, "GPU": 1, ...}
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 # loggers whose INFO lines are bookkeeping; their warnings still show
 CHATTY = ("ray", "optuna", "mlflow", "alembic", "matplotlib")
+
+
 # warnings Tune logs at WARNING level that are advice for Tune's own tuning, not for a study
 NOISY_WARNINGS = (
     "ray.tune.execution.experiment_state",
@@ -23,6 +25,8 @@ NOISY_WARNINGS = (
     # every retry of an unreachable tracking server: the study's spool says it once (search.spool)
     "urllib3.connectionpool",
 )
+
+
 ENVIRONMENT = {
     # Ray's new console output ignores progress_reporter and prints every result key (hundreds here)
     "RAY_AIR_NEW_OUTPUT": "0",
@@ -39,6 +43,8 @@ ENVIRONMENT = {
     # "Downloading artifacts: 17%|..." bars while the winner's model is logged and registered
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
 }
+
+
 _quiet = False
 
 
@@ -72,4 +78,4 @@ def quiet_loggers() -> None:
 
 def worker_setup() -> dict[str, Any] | None:
     """``ray.init(runtime_env=...)``: quiet the workers too, when the console is quiet."""
-    return {"worker_process_setup_hook": "search.console.quiet_loggers"} if _quiet else None
+    return {"worker_process_setup_hook": "search.infra.quiet.quiet_loggers"} if _quiet else None

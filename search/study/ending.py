@@ -24,13 +24,20 @@ import logging
 import signal
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from search.mlflow_spool import open_trial_runs
-from search.spool import Spool
-from search.tracking import END_REASON, RESUME_TAG, STATUS_TAG
+from search.study.names import resume_command
+from search.tracking.records import END_REASON, RESUME_TAG, STATUS_TAG
+from search.tracking.sink import open_trial_runs
+from search.tracking.spool import Spool
 from trainables.cli import mask_credentials
 
+if TYPE_CHECKING:
+    from search.study.config import SearchConfig
+
 logger = logging.getLogger(__name__)
+
+
 DRAIN_S = 30.0  # how long an ending waits for its records to reach a server that answers
 
 
@@ -58,7 +65,7 @@ class StudyEnd:
         self.opened(spool, name, tune_path, optuna_storage)
 
     def resume_command(self) -> str:
-        return f"python -m search.run {self.study} --resume --name {self.name}"
+        return resume_command(self.study, self.name)
 
     def watch_signals(self) -> None:
         """SIGTERM ends the study as Ctrl-C does (the handler ``ray.init`` installs exits at once,
@@ -169,3 +176,13 @@ def end_optuna_trials(storage: str, name: str, reason: str, resume: str | None) 
         for number in running:
             study.tell(number, state=TrialState.FAIL)
     return running
+
+
+def tracking_unavailable(
+    spool: Spool, cfg: SearchConfig, name: str, what: str = "stopped with its state saved"
+) -> Exception:
+    return TrackingUnavailable(
+        f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable for over {cfg.tracking_grace:g} s "
+        f"({spool.last_error}): study {name} {what}, {spool.pending()} records wait in {spool.path}; once the "
+        f"server answers, continue with: {resume_command(cfg.study, name)}"
+    )

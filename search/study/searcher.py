@@ -19,14 +19,18 @@ from optuna.trial import TrialState
 from ray.tune.search import Searcher
 from ray.tune.search.optuna import OptunaSearch
 
-from search.outcome import COMPLETED, FAILED, PRUNED, outcome_of
+from search.tracking.outcome import COMPLETED, FAILED, PRUNED, outcome_of
 from spaces import Study, apply_choices, baseline_choices, canonical, canonical_key, define_space, run_name
 from spaces.canonical import flatten
 from trainables.config import TrainConfig
 from trainables.results import DIVERGED
 
 logger = logging.getLogger(__name__)
+
+
 MAX_DUPLICATES = 200  # consecutive repeats before the space is taken as exhausted
+
+
 EXHAUSTED = "exhausted"  # Optuna study user attribute: the searcher ran out of new configs
 
 

@@ -24,7 +24,11 @@ from spaces.canonical import describe
 from trainables.config import TrainConfig
 
 logger = logging.getLogger(__name__)
+
+
 ARTIFACT = "predictor"  # the pyfunc artifact holding the model directory
+
+
 PACKAGES = Path(__file__).resolve().parents[1]
 
 

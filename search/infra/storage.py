@@ -1,24 +1,28 @@
 """Where a study keeps things: Tune's storage path and the SQLite URIs of MLflow and Optuna,
-checked before Ray starts."""
+checked before Ray starts.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from trainables.cli import mask_credentials
 from trainables.config import ConfigError
-
-if TYPE_CHECKING:
-    from search.config import SearchConfig
 
 
 def storage_path(storage: str) -> str:
     return storage if "://" in storage else str(Path(storage).resolve())
 
 
+def local_path(storage: str) -> Path | None:
+    """A local (or mounted) storage as an absolute path; None for object stores (s3://, gs://)."""
+    if "://" in storage and not storage.startswith("file://"):
+        return None
+    return Path(storage.removeprefix("file://")).resolve()
+
+
 def is_remote_storage(storage: str) -> bool:
-    return "://" in storage and not storage.startswith("file://")
+    return local_path(storage) is None
 
 
 def absolute_sqlite(uri: str) -> str:
@@ -30,19 +34,19 @@ def absolute_sqlite(uri: str) -> str:
     return uri
 
 
-def check_storage(cfg: SearchConfig) -> None:
+def check_storage(storage: str, optuna_storage: str) -> None:
     """``--storage`` and a SQLite ``--optuna-storage`` must be writable, before Ray starts (a typo
     otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy)."""
-    if "://" not in cfg.storage or cfg.storage.startswith("file://"):
-        path = Path(cfg.storage.removeprefix("file://")).resolve()
+    path = local_path(storage)
+    if path is not None:
         existing = next(p for p in (path, *path.parents) if p.exists())
         if not writable(existing):
-            raise ConfigError(f"--storage {cfg.storage}: {existing} is not a writable directory")
-    if cfg.optuna_storage.startswith("sqlite:///"):
-        folder = Path(cfg.optuna_storage[len("sqlite:///") :]).resolve().parent
+            raise ConfigError(f"--storage {storage}: {existing} is not a writable directory")
+    if optuna_storage.startswith("sqlite:///"):
+        folder = Path(optuna_storage[len("sqlite:///") :]).resolve().parent
         if not writable(folder):
             raise ConfigError(
-                f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: folder {folder} is missing or not writable"
+                f"--optuna-storage {mask_credentials(optuna_storage)}: folder {folder} is missing or not writable"
             )
 
 

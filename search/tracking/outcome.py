@@ -1,6 +1,7 @@
 """A trial's outcome, decided in one place: completed, pruned (stopped early by ASHA) or failed.
 The searcher (what Optuna is told), the tracker (the MLflow run's ``status``) and the console
-lines all ask here."""
+lines all ask here.
+"""
 
 from __future__ import annotations
 

@@ -13,6 +13,8 @@ import json
 # 3.17's pages follow the ``workflowType`` URL parameter (else the browser's last choice, GenAI by
 # default); the tag is what its kind selector writes, and what older UIs read
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+
+
 SHARED_VIEW_PREFIX = "mlflow.sharedViewState."
 
 

@@ -1,12 +1,13 @@
-"""The typed configuration of one study invocation (what ``search.run`` parses into)."""
+"""The typed configuration of one study invocation (what ``search.run`` parses into).
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from search.tracking.records import Invocation
 from spaces import Preset, Range, Study, get_study
 from trainables.cli import mask_credentials
 from trainables.config import PRECISIONS, ConfigError, EncoderConfig, SamplingConfig, TrainConfig
@@ -185,48 +186,3 @@ class SearchConfig:
             protocol=started.protocol,
             auxiliary=started.candidates or None,
         )
-
-
-@dataclass(frozen=True)
-class Invocation:
-    """How a study was started: its parent MLflow run's params, written once by ``search.run``
-    and read back by ``--resume``, ``search.report`` and ``search.finalize``."""
-
-    study: str
-    preset: str
-    search: str
-    trials: int
-    seeds: tuple[int, ...]
-    objective: str  # the Tune result key the search ranks by
-    mode: str  # max or min
-    model: str
-    epochs: int
-    candidates: tuple[str, ...]  # the auxiliary tasks the search chooses from
-    protocol: str
-    tune_path: str  # the Tune experiment folder (credentials masked)
-    optuna_storage: str  # credentials masked
-    gpus_per_trial: float
-    cpus_per_trial: float
-    max_concurrent: int
-
-    def to_params(self) -> dict[str, str]:
-        out = {}
-        for key, value in asdict(self).items():
-            out[key] = ",".join(map(str, value)) if isinstance(value, tuple) else str(value)
-        return out
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, str]) -> Invocation:
-        missing = [f.name for f in fields(cls) if f.name not in params]
-        if missing:
-            raise ConfigError(f"MLflow params of a study run lack {', '.join(missing)}: not a run search.run started")
-        types = {
-            "trials": int,
-            "epochs": int,
-            "max_concurrent": int,
-            "gpus_per_trial": float,
-            "cpus_per_trial": float,
-            "seeds": lambda v: tuple(int(s) for s in v.split(",") if s),
-            "candidates": lambda v: tuple(filter(None, v.split(","))),
-        }
-        return cls(**{f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls)})

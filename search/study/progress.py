@@ -1,5 +1,6 @@
 """What the console shows of a study: one line per finished trial, with its config and score,
-and a status line a minute (trials by state, the best completed trial with its seed spread)."""
+and a status line a minute (trials by state, the best completed trial with its seed spread).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from typing import Any, TextIO
 
 from ray.tune import Callback, ProgressReporter
 
-from search.outcome import COMPLETED, FAILED, PRUNED, outcome
-from search.tracking import error_reason
+from search.tracking.outcome import COMPLETED, FAILED, PRUNED, outcome
+from search.tracking.tracker import error_reason
 
 
 class TrialLines(Callback):

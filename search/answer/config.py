@@ -1,0 +1,29 @@
+"""The typed configuration of ``python -m search.finalize`` (and of the finalize step of ``search.run``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spaces import get_study
+from trainables.config import ConfigError
+
+
+@dataclass(frozen=True)
+class FinalizeConfig:
+    study: str
+    name: str | None = None  # the study invocation (Tune experiment name); None: the latest
+    seeds: int = 5
+    tracking_uri: str = "sqlite:///mlflow.db"
+    out_dir: str = "results"
+    cpus_per_trial: float = 1.0
+    gpus_per_trial: float = 0.0
+    max_concurrent: int = 2
+    address: str | None = None
+    register: bool = True
+
+    def __post_init__(self) -> None:
+        get_study(self.study)
+        if self.seeds < 2:
+            raise ConfigError(f"--seeds {self.seeds}: expected >= 2 (one seed says nothing about noise)")
+        if self.cpus_per_trial <= 0 or self.gpus_per_trial < 0 or self.max_concurrent < 1:
+            raise ConfigError("--cpus-per-trial > 0, --gpus-per-trial >= 0 and --max-concurrent >= 1 expected")

@@ -1,0 +1,172 @@
+"""TODO docstring
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from search.answer import stats
+from search.answer.text import fmt
+from spaces import get_study
+from trainables.config import TrainConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the ranking is read against: the preset's scope, the majority floor, the final table."""
+
+    preset_note: str = ""
+    majority: dict[str, float] = field(default_factory=dict)  # dev metric -> constant predictor's score
+    final_markdown: str = ""
+    preset_lr: float | None = None  # the baseline's lr unless the study's lr range moved it
+
+
+def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
+    """Δ against the baseline per trial: absolute, relative (withheld near zero) and paired over seeds."""
+    from search.answer.contenders import per_seed
+
+    done = done.copy()
+    baseline = done[done.baseline]
+    base = float(baseline.objective.iloc[0]) if len(baseline) else math.nan
+    base_seeds = per_seed(baseline.iloc[0], "objective") if len(baseline) else {}
+    done["delta"] = done.objective - base
+    done["delta_rel_%"] = [100 * stats.relative_change(d, base) for d in done.delta]
+    lows, highs, beyond = [], [], []
+    for _, r in done.iterrows():
+        mine = per_seed(r, "objective")
+        shared = sorted(set(mine) & set(base_seeds))
+        d = stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared])
+        lows.append(d.low)
+        highs.append(d.high)
+        beyond.append(
+            "–"
+            if r.baseline
+            else f"n={d.n}: too few"
+            if d.n < stats.MIN_PAIRS
+            else "yes"
+            if stats.exceeds_noise(d, mode)
+            else "no"
+        )
+    done["delta_low"], done["delta_high"], done["beyond_noise"] = lows, highs, beyond
+    return done
+
+
+def baseline_lr(lr: float, preset_lr: float | None) -> str:
+    """The baseline's learning rate and where it comes from: the thesis, the preset, or the lr range."""
+    thesis = TrainConfig.lr
+    if preset_lr is not None and not math.isclose(lr, preset_lr, rel_tol=1e-3):  # the table holds 4 digits
+        source = "the thesis's" if math.isclose(preset_lr, thesis, rel_tol=1e-3) else f"the thesis's is {thesis:g}"
+        return (
+            f"The baseline trains with lr {lr:g}: moved into the study's lr range from the preset's "
+            f"{preset_lr:g} ({source})."
+        )
+    if math.isclose(lr, thesis, rel_tol=1e-3):
+        return f"The baseline trains with lr {lr:g} (the thesis's)."
+    return f"The baseline trains with lr {lr:g}, the preset's, not the thesis's {thesis:g}."
+
+
+def ranking(
+    table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int, context: Context = Context()
+) -> tuple[pd.DataFrame, str]:
+    """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
+    study = get_study(study_name)
+    done = versus_baseline(table[table.status == "completed"], mode).sort_values("objective", ascending=(mode == "min"))
+    baseline = done[done.baseline]
+    # "semeval/dev/acc_4way/mean" -> dev acc_4way, scored on test too; "train/loss/mean" -> train/loss
+    name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
+    on_dev = name.startswith(f"{study.primary_name}/dev/")
+    metric = name[len(f"{study.primary_name}/dev/") :] if on_dev else name
+    test_key = f"{study.primary_name}/test/{metric}"
+    seeds = int(table.seeds.map(lambda s: len(str(s).split(","))).max()) if len(table) else 0
+    lines = [f"# Study `{study_name}`: objective `{objective}` ({mode})", ""]
+    if context.preset_note:
+        lines += [f"*{context.preset_note}*", ""]
+    lines += [context.final_markdown, ""] if context.final_markdown else []
+    lines += [
+        "## Search ranking (dev)",
+        "",
+        f"{len(table)} trials: {int((table.status == 'completed').sum())} completed, "
+        f"{int((table.status == 'pruned').sum())} pruned by ASHA, {int((table.status == 'failed').sum())} failed. "
+        f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
+        f'{stats.METHOD} interval of the per-seed differences; "beyond noise" says whether that interval excludes '
+        f"zero (it takes {stats.MIN_PAIRS} seeds or more). Relative Δ is not shown where the baseline is near zero.",
+    ]
+    # the floor of the objective's metric, or of the study's own where the objective is not a dev score
+    floor_metric = metric if on_dev else study.metric
+    if len(baseline) and context.majority.get(floor_metric) is not None:
+        floor = context.majority[floor_metric]
+        base = float(baseline.iloc[0].get(f"{study.primary_name}/dev/{floor_metric}", math.nan))
+        where = "above" if base > floor else "NOT above"
+        lines += [
+            "",
+            f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
+            f"{floor_metric} = {floor:.4f}; the baseline's dev {floor_metric} {base:.4f} is {where} it.",
+        ]
+    if len(baseline):
+        lines += ["", baseline_lr(float(baseline.lr.iloc[0]), context.preset_lr)]
+    lines += [
+        "",
+        f"| rank | trial | {'dev ' if on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel "
+        f"| test {metric if on_dev else ''} | epochs |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
+    csv_rows = []
+    for _, r in shown.iterrows():
+        rank = int(done.index.get_loc(r.name)) + 1 if r.name in done.index else "-"
+        label = f"**{r.label}**" if r.baseline else r.label
+        interval = "" if r.delta_low != r.delta_low else f" [{r.delta_low:+.4f}, {r.delta_high:+.4f}]"
+        rel = "–" if r["delta_rel_%"] != r["delta_rel_%"] else f"{r['delta_rel_%']:+.2f}%"
+        lines.append(
+            f"| {rank} | {label} | {fmt(r.objective, r.objective_std)} | {r.delta:+.4f}{interval} | {r.beyond_noise} | "
+            f"{rel} | {fmt(r.get(test_key, math.nan), r.get(test_key + ' std', math.nan))} | {int(r.epochs)} |"
+        )
+        csv_rows.append(
+            {
+                "rank": rank,
+                "source": "baseline" if r.baseline else "search",
+                "config": r.label,
+                "canonical_key": r.canonical_key,
+                "objective": objective,
+                "objective_mean": r.objective,
+                "objective_std": r.objective_std,
+                "delta_abs": r.delta,
+                "delta_low": r.delta_low,
+                "delta_high": r.delta_high,
+                "beyond_noise": r.beyond_noise,
+                "delta_rel_%": r["delta_rel_%"],
+                "test_metric": test_key,
+                "test_mean": r.get(test_key, math.nan),
+                "test_std": r.get(test_key + " std", math.nan),
+                "epochs": int(r.epochs),
+                "seeds": r.seeds,
+            }
+        )
+    if study.published:
+        keys = sorted({k for v in study.published.values() for k in v})
+        lines += [
+            "",
+            f"Published results on {study.primary_name} test (single runs, selected as their authors did):",
+            "",
+            "| source | " + " | ".join(keys) + " |",
+            "|---|" + "---|" * len(keys),
+        ]
+        for source, values in study.published.items():
+            lines.append(f"| {source} | " + " | ".join(f"{values[k]:.4f}" if k in values else "–" for k in keys) + " |")
+            if metric in values:
+                csv_rows.append(
+                    {
+                        "rank": "-",
+                        "source": "published",
+                        "config": source,
+                        "test_metric": test_key,
+                        "test_mean": values[metric],
+                    }
+                )
+    return pd.DataFrame(csv_rows), "\n".join(lines) + "\n"

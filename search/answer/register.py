@@ -1,0 +1,70 @@
+"""TODO docstring
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import tempfile
+from pathlib import Path
+
+from search.answer import stats
+from search.answer.comparison import Contender, FinalResult
+from search.answer.config import FinalizeConfig
+
+logger = logging.getLogger(__name__)
+
+
+def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> None:
+    """Log and register the config with the better dev score over the K seeds (its best seed)."""
+    from search.tracking.registry import log_winner
+    from trainables.model import load_tokenizer
+
+    def dev_mean(c: Contender) -> float:
+        return stats.mean_std([c.dev.get(s, math.nan) for s in result.seeds])[0]
+
+    w, b = result.winner, result.baseline
+    better_w = dev_mean(w) >= dev_mean(b) if result.mode == "max" else dev_mean(w) <= dev_mean(b)
+    chosen = w if better_w else b
+    usable = {s: v for s, v in chosen.dev.items() if s in chosen.checkpoints}
+    if not usable:
+        logger.warning("no checkpoint of %s is reachable: no model registered", chosen.row.label)
+        return
+    seed = (max if result.mode == "max" else min)(usable, key=usable.get)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = fetch(chosen.checkpoints[seed], Path(tmp))
+        scores = {
+            f"dev/{result.objective}": usable[seed],
+            **{f"test/{m}": chosen.test[m][seed] for m in chosen.test if seed in chosen.test[m]},
+        }
+        result.model_uri = log_winner(
+            cfg.tracking_uri,
+            parent_run_id,
+            cfg.study,
+            checkpoint,
+            chosen.config.with_(seed=seed),
+            load_tokenizer(chosen.config.encoder),
+            scores,
+            {
+                "trial": str(chosen.row.label),
+                "role": chosen.role,
+                "seed": str(seed),
+                "canonical_key": str(chosen.row.canonical_key),
+                "verdict": result.headline["verdict"],
+            },
+        )
+    role = "winner" if better_w else "baseline"
+    result.model_of = f"{chosen.row.label}, seed {seed}, the {role}: higher dev score over {len(result.seeds)} seeds"
+    logger.info("registered %s as %s", result.model_of, result.model_uri)
+
+
+def fetch(location: str, folder: Path) -> Path:
+    """A checkpoint file from local disk or any URI pyarrow reads (s3://, gs://) into ``folder``."""
+    import pyarrow.fs as pafs
+
+    if "://" not in location:
+        return Path(location)
+    fs, path = pafs.FileSystem.from_uri(location)
+    target = folder / Path(path).name
+    pafs.copy_files(path, str(target), source_filesystem=fs, destination_filesystem=pafs.LocalFileSystem())
+    return target

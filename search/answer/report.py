@@ -1,0 +1,95 @@
+"""``python -m search.report STUDY``: the thesis-style result table of a study, from MLflow.
+
+Top configs by objective (mean ± std over seeds), the single-task baseline,
+absolute and relative change against it, test scores of the primary task and
+published results; saved as CSV and Markdown plus PNG plots, and logged to the
+study's MLflow parent run.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from search.answer.plots import plots
+from search.answer.ranking import Context, ranking
+from search.tracking.records import Invocation
+from search.tracking.runs import find_parent, trial_table
+from spaces import get_study
+from trainables.config import ConfigError, TrainConfig
+
+logger = logging.getLogger(__name__)
+
+
+def context_of(client, study: str, parent, final=None) -> Context:
+    """The preset's scope, the majority floor (parent metrics ``majority/dev/...``) and the final table
+    (given, or the one an earlier finalize logged as ``report/final.md``)."""
+    metrics = parent.data.metrics
+    try:
+        preset = get_study(study).preset(Invocation.from_params(parent.data.params).preset)
+        note, preset_lr = preset.note, preset.lr or TrainConfig.lr
+    except ConfigError:
+        note, preset_lr = "", None
+    majority = {k[len("majority/dev/") :]: v for k, v in metrics.items() if k.startswith("majority/dev/")}
+    final_markdown = final.markdown() if final is not None else ""
+    if not final_markdown and "final_verdict" in parent.data.tags:
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                final_markdown = Path(client.download_artifacts(parent.info.run_id, "report/final.md", tmp)).read_text()
+            except Exception:  # an older study, or finalize interrupted before writing it
+                final_markdown = ""
+    return Context(note, majority, final_markdown, preset_lr)
+
+
+def build_report(
+    study: str,
+    tracking_uri: str,
+    run_name: str | None = None,
+    out_dir: str = "results",
+    top: int = 10,
+    final=None,
+    echo: bool = True,
+) -> dict[str, Path]:
+    from search.tracking.runs import client as mlflow_client
+
+    get_study(study)
+    client = mlflow_client(tracking_uri)
+    experiment, parent = find_parent(client, study, run_name)
+    invocation = Invocation.from_params(parent.data.params)
+    objective, mode = invocation.objective, invocation.mode
+    table = trial_table(client, experiment.experiment_id, parent)
+    if table.empty:
+        raise ConfigError(f"study run {parent.info.run_name} has no trials in MLflow yet")
+    out = Path(out_dir) / study / parent.info.run_name
+    out.mkdir(parents=True, exist_ok=True)
+    context = context_of(client, study, parent, final)
+    ranked, markdown = ranking(table, study, objective, mode, top, context)
+    seeds = len(invocation.seeds)
+    paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
+    study_metric = objective[: -len("/mean")].rpartition("/")[2] if objective.endswith("/mean") else ""
+    figures = plots(
+        table, out, objective, mode, seeds, context.majority.get(study_metric) if "/dev/" in objective else None
+    )
+    markdown += "\n## Plots\n\n" + "\n".join(f"![{p.stem.replace('_', ' ')}]({p.name})" for p in figures) + "\n"
+    ranked.to_csv(paths["csv"], index=False)  # the table of report.md
+    table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
+    paths["markdown"].write_text(markdown)
+    if final is not None:
+        from search.answer.comparison import final_frame
+
+        paths["final"] = out / "final.csv"
+        final_frame(final).to_csv(paths["final"], index=False)
+        paths["final_markdown"] = out / "final.md"
+        paths["final_markdown"].write_text(final.markdown())
+    for p in figures:
+        paths[p.stem] = p
+    for p in paths.values():
+        client.log_artifact(parent.info.run_id, str(p), artifact_path="report")
+    if parent.info.status == "RUNNING":
+        client.set_terminated(parent.info.run_id, "FINISHED")
+    if echo:
+        print(markdown)
+    print(f"report written to {out.resolve()}: {', '.join(sorted(p.name for p in paths.values()))}")
+    return paths

@@ -1,0 +1,188 @@
+"""TODO docstring
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from search.infra.storage import storage_path
+from search.study.config import SearchConfig
+from search.study.ending import StudyEnd, tracking_unavailable
+from search.study.names import check_new_name, latest_experiment, resume_command, warn_ignored_on_resume
+from search.study.prepare import Prepared, ready
+from search.tracking import runs
+from search.tracking.records import Invocation
+from search.tracking.spool import Spool
+from spaces import baseline_choices, thesis_grid
+from spaces.canonical import baseline_moves
+from trainables.config import ConfigError
+
+logger = logging.getLogger(__name__)
+
+
+def log_majority(spool: Spool, majority: dict[str, float]) -> None:
+    """The majority floor of the primary's dev set, as parent-run metrics ``majority/dev/<metric>``."""
+    now = int(time.time() * 1000)
+    metrics = [[f"majority/dev/{k}", float(v), now, 0] for k, v in majority.items() if v == v]
+    if metrics:
+        spool.put({"op": "log", "trial": None, "metrics": metrics})
+
+
+def send_backlog(spool: Spool, cfg: SearchConfig, name: str) -> None:
+    """``--resume``: what an earlier driver could not send to MLflow goes first, in order."""
+    if spool.pending():
+        logger.info("sending %d MLflow records an earlier run of %s left in %s", spool.pending(), name, spool.path)
+        if not spool.drain(cfg.tracking_grace):
+            raise tracking_unavailable(spool, cfg, name, "not resumed")
+
+
+@dataclass
+class Launch:
+    """A study ready to fit: its Tuner, where Tune keeps it, and how it was started."""
+
+    name: str
+    path: str  # the Tune experiment folder
+    tuner: Any
+    spool: Spool
+    invocation: Invocation
+
+
+def trainable_of(cfg: SearchConfig, prep: Prepared):
+    from ray import tune
+
+    from trainables.tune import multitask_trainable
+
+    return tune.with_resources(
+        # one copy in the object store for all trials
+        tune.with_parameters(multitask_trainable, data=prep.data, signature=prep.signature, metric=prep.objective),
+        {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
+    )
+
+
+def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
+    """``--resume``: the backlog of MLflow records first, then Tune's saved experiment (its
+    searcher, scheduler and callbacks included) with the original invocation's data."""
+    from ray import tune
+
+    from search.infra import disk
+    from search.tracking.runs import find_parent
+    from search.tracking.sink import spool_path, study_spool
+
+    warn_ignored_on_resume(cfg)
+    storage = storage_path(cfg.storage)
+    name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
+    _, parent_run = find_parent(runs.client(cfg.tracking_uri), cfg.study, name)
+    started = Invocation.from_params(parent_run.data.params)
+    spool = study_spool(spool_path(f"{storage}/{name}"), cfg.tracking_uri, parent_run.info.run_id, cfg.tracking_grace)
+    send_backlog(spool, cfg, name)
+    cfg = cfg.continuing(started)
+    prep = ready(cfg)
+    path = storage.rstrip("/") + "/" + name
+    if not tune.Tuner.can_restore(path):
+        raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
+    logger.info("restoring %s", path)
+    disk.guard(
+        storage,
+        name,
+        prep.base,
+        len(started.seeds),
+        started.trials,
+        cfg.max_concurrent,
+        resume_command(cfg.study, name),
+        resuming=True,
+    )  # the check only: the guard is restored with the experiment
+    tuner = tune.Tuner.restore(path, trainable=trainable_of(cfg, prep), resume_unfinished=True, resume_errored=False)
+    end.reopened(spool, name, path, cfg.optuna_storage)
+    return Launch(name, path, tuner, spool, started)
+
+
+def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
+    """A new study: its Optuna searcher (the baseline or the thesis grid first), ASHA, the
+    parent MLflow run with the invocation, and the callbacks that log, print and guard the disk."""
+    import optuna
+    from ray import tune
+
+    from search.infra import disk
+    from search.study.progress import StudyStatus, TrialLines
+    from search.study.scheduler import BaselineKeepingASHA
+    from search.study.searcher import CanonicalOptunaSearch
+    from search.tracking.runs import start_parent_run
+    from search.tracking.sink import spool_path, study_spool
+    from search.tracking.tracker import MLflowTracker
+
+    storage = storage_path(cfg.storage)
+    name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+    check_new_name(cfg, name, storage)
+    prep = ready(cfg)
+    study, preset, base, objective = prep.study, prep.preset, prep.base, prep.objective
+    points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
+    for key, (preset_value, moved) in baseline_moves(study, base).items():
+        logger.warning(
+            "the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
+            "(the report says so too)",
+            key,
+            moved,
+            preset_value,
+            key,
+        )
+    trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+    path = f"{storage}/{name}"
+    invocation = cfg.invocation(path, trials)
+    seeds = list(invocation.seeds)
+    guard = disk.guard(storage, name, base, len(seeds), trials, cfg.max_concurrent, resume_command(cfg.study, name))
+    sampler = (
+        optuna.samplers.RandomSampler(seed=cfg.search_seed)
+        if cfg.search == "random"
+        else optuna.samplers.TPESampler(seed=cfg.search_seed)
+    )
+    searcher = CanonicalOptunaSearch(
+        study,
+        base,
+        base.epochs,
+        metric=objective,
+        mode=invocation.mode,
+        points_to_evaluate=points,
+        sampler=sampler,
+        study_name=name,
+        storage=optuna.storages.RDBStorage(cfg.optuna_storage),
+    )
+    scheduler = BaselineKeepingASHA(
+        time_attr="training_iteration",
+        max_t=base.epochs,
+        grace_period=cfg.grace_period or preset.grace_period,
+        reduction_factor=cfg.reduction_factor or preset.reduction_factor,
+    )
+    parent = start_parent_run(cfg.tracking_uri, cfg.study, name, invocation.to_params())
+    spool = study_spool(spool_path(path), cfg.tracking_uri, parent, cfg.tracking_grace)
+    end.opened(spool, name, path, cfg.optuna_storage)
+    log_majority(spool, prep.majority)
+    tuner = tune.Tuner(
+        trainable_of(cfg, prep),
+        param_space={"seeds": seeds},
+        tune_config=tune.TuneConfig(
+            metric=objective,
+            mode=invocation.mode,
+            search_alg=searcher,
+            scheduler=scheduler,
+            num_samples=trials,
+            max_concurrent_trials=cfg.max_concurrent,
+            trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
+        ),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=storage,
+            failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            callbacks=[
+                MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds, objective=objective, spool=str(spool.path)),
+                TrialLines(objective, base.epochs),
+                guard,
+            ],
+            progress_reporter=StudyStatus(objective, base.epochs),
+            verbose=1,
+        ),
+    )
+    return Launch(name, path, tuner, spool, invocation)

@@ -1,0 +1,191 @@
+"""TODO docstring
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+from typing import Any
+
+from ray.tune import Callback
+from ray.tune.result import SHOULD_CHECKPOINT
+
+from search.tracking.outcome import FAILED, outcome_of
+from search.tracking.records import CONFIG_ARTIFACT, END_REASON, RESUME_TAG, STATUS_TAG, TrialParams
+from search.tracking.sink import study_spool
+from search.tracking.spool import Spool
+from trainables.config import TrainConfig
+from trainables.results import DIVERGED, FAILURE_REASON
+
+logger = logging.getLogger(__name__)
+
+
+def numeric(result: dict[str, Any], objective: str | None) -> dict[str, float]:
+    """The metrics of one result: ours (slashed keys; Tune's bookkeeping and ``epoch``, the
+    step, stay out) plus ``objective`` and ``objective_std`` named as such."""
+    out = {
+        k: float(v)
+        for k, v in result.items()
+        if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+    }
+    if objective and objective in out:
+        out["objective"] = out[objective]
+        std = objective[: -len("/mean")] + "/std" if objective.endswith("/mean") else None
+        if std in out:
+            out["objective_std"] = out[std]
+    return out
+
+
+class MLflowTracker(Callback):
+    """Tune callback: each trial's run, results and fate, as records in the study's spool
+    (:func:`study_spool`, sent by :class:`MlflowSink`), so the driver never waits for the
+    tracking server. Once the server has been unreachable past the spool's grace period,
+    ``on_step_begin`` stops the study as Ctrl-C does: Tune saves its state and
+    ``--resume`` continues it (the runner says so in one line)."""
+
+    def __init__(
+        self,
+        tracking_uri: str,
+        parent_run_id: str,
+        max_epochs: int,
+        seeds: list[int],
+        *,
+        spool: str,
+        objective: str | None = None,
+    ) -> None:
+        self.tracking_uri, self.parent_run_id = tracking_uri, parent_run_id
+        self.max_epochs, self.seeds, self.objective = max_epochs, seeds, objective
+        self.spool_file = str(spool)
+        self.started: set[str] = set()  # trials whose run this driver has opened
+        self.waiting: dict[str, list[dict[str, Any]]] = {}  # trial -> logs of results Tune holds no checkpoint of yet
+        self._spool: Spool | None = None
+        self._stopping = False
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a restored driver opens (finds and reopens) its trials' runs again, through its own spool
+        return {**self.__dict__, "started": set(), "waiting": {}, "_spool": None, "_stopping": False}
+
+    @property
+    def spool(self) -> Spool:
+        if self._spool is None:
+            self._spool = study_spool(self.spool_file, self.tracking_uri, self.parent_run_id)
+        return self._spool
+
+    def _start(self, trial) -> None:
+        if trial.trial_id in self.started:
+            return
+        self.started.add(trial.trial_id)
+        cfg = {**trial.config, **trial.config.get("trial", {})}
+        tags = {
+            "mlflow.parentRunId": self.parent_run_id,
+            "trial_id": trial.trial_id,
+            "kind": cfg.get("kind", "trial"),
+            "canonical_key": cfg.get("key", ""),
+            STATUS_TAG: "running",
+            "epochs_trained": "0",
+            "baseline": str(bool(cfg.get("baseline", False))).lower(),
+        }
+        if cfg.get("number") is not None:
+            tags["trial"] = str(cfg["number"])
+        if cfg.get("final_for"):  # seeds search.finalize trained for that trial's config
+            tags["final_for"] = cfg["final_for"]
+        params = TrialParams.of(TrainConfig.from_dict(cfg["train"]), cfg.get("seeds", self.seeds)).to_params()
+        self.spool.put(
+            {
+                "op": "start",
+                "trial": trial.trial_id,
+                "name": cfg.get("label", trial.trial_id),
+                "tags": tags,
+                "params": params,
+                "artifacts": {CONFIG_ARTIFACT: cfg["train"]},
+                "reopen_tags": {STATUS_TAG: "running"},
+                "clear_tags": [END_REASON, RESUME_TAG],
+            }
+        )
+
+    def on_step_begin(self, iteration, trials, **info) -> None:
+        if self.spool.expired() and not self._stopping:
+            self._stopping = True
+            # Tune's notices name Ctrl-C and Tuner.restore; the runner's one line says what happened and what to do
+            logging.getLogger("ray.tune.tune").setLevel(logging.CRITICAL)
+            # Tune's graceful stop, as on Ctrl-C: state saved, trials resumable. No public API stops a Tuner
+            # resumably; tune.run handles SIGUSR1 as it does SIGINT (checked against Ray 2.60)
+            signal.raise_signal(signal.SIGUSR1)
+
+    def on_trial_start(self, iteration, trials, trial, **info) -> None:
+        self._start(trial)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        self._start(trial)
+        step = int(result.get("epoch", result.get("training_iteration", 0)))
+        stamp = int(result.get("timestamp", 0) * 1000)
+        tags = {
+            tag: str(result[tag])
+            for tag in (
+                "node_id",
+                "node_ip",
+                "hostname",
+                "device",
+                "cpu_fallback",
+                "gpus_requested",
+                "restored_from_epoch",
+            )
+            if tag in result
+        }
+        if not result.get(DIVERGED):
+            tags["epochs_trained"] = str(step)
+        metrics = [[k, v, stamp, step] for k, v in numeric(result, self.objective).items()]
+        record = {"op": "log", "trial": trial.trial_id, "metrics": metrics, "tags": tags}
+        if result.get(SHOULD_CHECKPOINT):
+            # logged once Tune holds its checkpoint (on_checkpoint, saved after the result): an epoch a
+            # stop catches in between is trained again by --resume, and logged then, once
+            self.waiting.setdefault(trial.trial_id, []).append(record)
+        else:
+            self.spool.put(record)
+
+    def on_checkpoint(self, iteration, trials, trial, checkpoint, **info) -> None:
+        if self.waiting.get(trial.trial_id):
+            self.spool.put(self.waiting[trial.trial_id].pop(0))  # one save per checkpointed result, in order
+
+    def on_trial_recover(self, iteration, trials, trial, **info) -> None:
+        self.waiting.pop(trial.trial_id, None)  # retried from its last checkpoint: those epochs train again
+
+    def _flush(self, trial) -> None:
+        for record in self.waiting.pop(trial.trial_id, []):
+            self.spool.put(record)
+
+    def on_trial_complete(self, iteration, trials, trial, **info) -> None:
+        self._start(trial)
+        self._flush(trial)
+        result = trial.last_result or {}
+        epochs = int(result.get("epoch", 0))
+        status = outcome_of(result, self.max_epochs)
+        tags, state = {STATUS_TAG: status}, "FINISHED"
+        if status == FAILED:  # diverged: the trainable's own verdict, Tune saw a normal end
+            epochs, state = max(0, epochs - 1), "FAILED"  # the diverging epoch did not finish
+            tags["failure_reason"] = str(result.get(FAILURE_REASON, "diverged"))[:5000]
+        tags["epochs_trained"] = str(epochs)
+        self.spool.put({"op": "end", "trial": trial.trial_id, "state": state, "tags": tags})
+
+    def on_trial_error(self, iteration, trials, trial, **info) -> None:
+        self._start(trial)
+        self._flush(trial)
+        tags = {STATUS_TAG: FAILED, "failure_reason": error_reason(trial)[:5000]}
+        self.spool.put({"op": "end", "trial": trial.trial_id, "state": "FAILED", "tags": tags})
+
+
+def error_reason(trial) -> str:
+    """The last line of the trial's error, or a diverged trial's reason."""
+    result = getattr(trial, "last_result", None) or {}
+    if result.get(DIVERGED):
+        return str(result.get(FAILURE_REASON, "diverged"))
+    text = ""
+    if getattr(trial, "error_file", None):
+        try:
+            with open(trial.error_file) as f:
+                text = f.read()
+        except OSError:
+            pass
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "unknown error"
