@@ -102,7 +102,7 @@ def parser() -> ArgumentParser:
 
 def quick_tracking_client() -> None:
     """MLflow's REST client retries an unreachable server for minutes per call; the study's
-    spool retries on its own (search.spool), so each call gives up in seconds instead."""
+    spool retries on its own (search.tracking.spool), so each call gives up in seconds instead."""
     for key, value in (
         ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"),
         ("MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR", "1"),

@@ -1,5 +1,4 @@
-"""TODO docstring
-"""
+"""TODO docstring"""
 
 from __future__ import annotations
 
@@ -11,7 +10,10 @@ from pathlib import Path
 import pandas as pd
 
 from search.answer.comparison import Contender
+from search.tracking.outcome import COMPLETED
+from search.tracking.records import CONFIG_ARTIFACT, objective_per_seed, strip_mean
 from trainables.config import ConfigError, TrainConfig
+from trainables.results import per_seed
 
 logger = logging.getLogger(__name__)
 
@@ -19,7 +21,7 @@ logger = logging.getLogger(__name__)
 # -- choosing ---------------------------------------------------------------------
 def choose(table: pd.DataFrame, mode: str) -> tuple[pd.Series, pd.Series]:
     """The best completed multitask trial by dev objective (seed mean), and the baseline."""
-    done = table[(table.status == "completed") & table.objective.notna()]
+    done = table[(table.status == COMPLETED) & table.objective.notna()]
     baseline = done[done.baseline]
     if baseline.empty:
         raise ConfigError("the study has no completed baseline trial yet: continue it with --resume first")
@@ -27,15 +29,6 @@ def choose(table: pd.DataFrame, mode: str) -> tuple[pd.Series, pd.Series]:
     if others.empty:
         raise ConfigError("the study has no completed multitask trial yet: continue it with --resume first")
     return others.iloc[0], baseline.iloc[0]
-
-
-def per_seed(row: pd.Series, prefix: str) -> dict[int, float]:
-    """``{seed: value}`` from a trial row's ``{prefix}/seed{S}`` columns."""
-    out = {}
-    for column, value in row.items():
-        if isinstance(column, str) and column.startswith(prefix + "/seed") and value == value:
-            out[int(column[len(prefix) + len("/seed") :])] = float(value)
-    return out
 
 
 def primary_test_metrics(table: pd.DataFrame, primary: str) -> list[str]:
@@ -52,7 +45,7 @@ def primary_test_metrics(table: pd.DataFrame, primary: str) -> list[str]:
 def collect(contender: Contender, rows: list[pd.Series], primary: str, metrics: list[str]) -> None:
     """Per-seed dev objective and test scores of ``rows`` (the trial, then earlier finalize runs)."""
     for row in rows:
-        for seed, value in per_seed(row, "objective").items():
+        for seed, value in objective_per_seed(row).items():
             tests = {m: per_seed(row, f"{primary}/test/{m}").get(seed) for m in metrics}
             if seed in contender.dev or any(v is None for v in tests.values()):
                 continue  # a seed counts once, and only with every test score
@@ -66,7 +59,7 @@ def collect(contender: Contender, rows: list[pd.Series], primary: str, metrics: 
 
 def objective_metric_of(objective: str, primary: str) -> str | None:
     """``semeval/dev/acc_4way/mean`` -> ``acc_4way``; None for objectives off the primary's dev split."""
-    name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
+    name = strip_mean(objective)
     prefix = f"{primary}/dev/"
     return name[len(prefix) :] if name.startswith(prefix) else None
 
@@ -74,7 +67,7 @@ def objective_metric_of(objective: str, primary: str) -> str | None:
 def trial_config(client, run_id: str) -> TrainConfig:
     """The exact TrainConfig a trial trained (its ``trial_config.json`` artifact)."""
     with tempfile.TemporaryDirectory() as tmp:
-        path = client.download_artifacts(run_id, "trial_config.json", tmp)
+        path = client.download_artifacts(run_id, CONFIG_ARTIFACT, tmp)
         return TrainConfig.from_dict(json.loads(Path(path).read_text()))
 
 

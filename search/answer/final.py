@@ -29,7 +29,8 @@ from search.answer.contenders import (
 from search.answer.register import register
 from search.answer.retrain import train_missing
 from search.answer.text import fmt
-from search.tracking.records import FINAL_KIND, Invocation
+from search.tracking import records as rec
+from search.tracking.records import Invocation
 from spaces import get_study
 from trainables.config import ConfigError
 
@@ -46,7 +47,7 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
     experiment, parent = find_parent(client, cfg.study, cfg.name)
     invocation = Invocation.from_params(parent.data.params)
     objective, mode = invocation.objective, invocation.mode
-    name = parent.data.tags.get("tune_experiment", parent.info.run_name)
+    name = parent.data.tags.get(rec.TUNE_EXPERIMENT_TAG, parent.info.run_name)
     study = get_study(cfg.study)
     table = trial_table(client, experiment.experiment_id, parent)
     if table.empty:
@@ -57,12 +58,12 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
         raise ConfigError(f"study run {name}: its trials logged no per-seed {study.primary_name} test scores")
     objective_metric = objective_metric_of(objective, study.primary_name)
     seeds = list(range(1, cfg.seeds + 1))
-    finals = trial_table(client, experiment.experiment_id, parent, kind=FINAL_KIND)
+    finals = trial_table(client, experiment.experiment_id, parent, kind=rec.FINAL_KIND)
     contenders = []
     for role, row in (("winner", winner_row), ("baseline", baseline_row)):
         row = row.copy()
         row["checkpoint_dir"] = trial_checkpoint(
-            invocation.tune_path, client.get_run(row.run_id).data.tags.get("trial_id")
+            invocation.tune_path, client.get_run(row.run_id).data.tags.get(rec.TRIAL_ID_TAG)
         )
         c = Contender(role, row, trial_config(client, row.run_id))
         earlier = [r for _, r in finals.iterrows() if r.get("final_for") == row.run_id] if len(finals) else []
@@ -96,13 +97,13 @@ def record(client, parent_run_id: str, result: FinalResult) -> None:
     values = {}
     for r in result.rows:
         for side in ("winner", "baseline"):
-            values[f"final/{side}/{r['metric']}/mean"] = r[f"{side}_mean"]
-            values[f"final/{side}/{r['metric']}/std"] = r[f"{side}_std"]
+            values[rec.final_key(side, r["metric"], "mean")] = r[f"{side}_mean"]
+            values[rec.final_key(side, r["metric"], "std")] = r[f"{side}_std"]
         for part in ("mean", "low", "high"):
-            values[f"final/diff/{r['metric']}/{part}"] = r[f"diff_{part}"]
+            values[rec.final_key("diff", r["metric"], part)] = r[f"diff_{part}"]
     metrics = [Metric(k, float(v), now, 0) for k, v in values.items() if v == v]
     client.log_batch(parent_run_id, metrics=metrics)
-    client.set_tag(parent_run_id, "final_verdict", f"{result.headline['metric']}: {result.headline['verdict']}")
-    client.set_tag(parent_run_id, "final_winner", str(result.winner.row.label))
+    client.set_tag(parent_run_id, rec.VERDICT_TAG, f"{result.headline['metric']}: {result.headline['verdict']}")
+    client.set_tag(parent_run_id, rec.WINNER_TAG, str(result.winner.row.label))
     if result.model_uri:
-        client.set_tag(parent_run_id, "final_model", result.model_uri)
+        client.set_tag(parent_run_id, rec.MODEL_TAG, result.model_uri)

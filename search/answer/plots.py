@@ -1,5 +1,4 @@
-"""TODO docstring
-"""
+"""TODO docstring"""
 
 from __future__ import annotations
 
@@ -8,6 +7,8 @@ import math
 from pathlib import Path
 
 import pandas as pd
+
+from search.tracking.outcome import COMPLETED, PRUNED
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +31,12 @@ def plots(
 
     paths = []
     bounded = "loss" not in objective  # accuracies, F1s and AUCs live in [0, 1]
-    scored = table[table.status.isin(["completed", "pruned"]) & table.objective.notna()]
-    base = table[table.baseline & (table.status == "completed")].objective
+    scored = table[table.status.isin([COMPLETED, PRUNED]) & table.objective.notna()]
+    base = table[table.baseline & (table.status == COMPLETED)].objective
     for column, title in (("schema", "objective per sampling schema"), ("auxiliary", "objective per auxiliary subset")):
         fig, ax = plt.subplots(figsize=(8, 4))
         groups = sorted(scored[column].dropna().unique())
-        for status, marker, color in (("completed", "o", "C0"), ("pruned", "x", "C3")):
+        for status, marker, color in ((COMPLETED, "o", "C0"), (PRUNED, "x", "C3")):
             part = scored[scored.status == status]
             x = [groups.index(g) for g in part[column]]
             # mean over seeds with its sample std; pruned trials at the epoch ASHA stopped them
@@ -65,7 +66,7 @@ def plots(
     compute = (ordered.epochs * max(seeds, 1)).cumsum()
     best, so_far = [], -math.inf if mode == "max" else math.inf
     for status, value in zip(ordered.status, ordered.objective):
-        if status == "completed" and value == value:
+        if status == COMPLETED and value == value:
             so_far = max(so_far, value) if mode == "max" else min(so_far, value)
         best.append(so_far if math.isfinite(so_far) else math.nan)
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -1,16 +1,18 @@
-"""TODO docstring
-"""
+"""TODO docstring"""
 
 from __future__ import annotations
 
 import logging
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
 from search.answer import stats
 from search.answer.text import fmt
+from search.tracking.outcome import COMPLETED, FAILED, PRUNED
+from search.tracking.records import OBJECTIVE, objective_per_seed, strip_mean
 from spaces import get_study
 from trainables.config import TrainConfig
 
@@ -29,17 +31,15 @@ class Context:
 
 def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
     """Δ against the baseline per trial: absolute, relative (withheld near zero) and paired over seeds."""
-    from search.answer.contenders import per_seed
-
     done = done.copy()
     baseline = done[done.baseline]
     base = float(baseline.objective.iloc[0]) if len(baseline) else math.nan
-    base_seeds = per_seed(baseline.iloc[0], "objective") if len(baseline) else {}
+    base_seeds = objective_per_seed(baseline.iloc[0]) if len(baseline) else {}
     done["delta"] = done.objective - base
     done["delta_rel_%"] = [100 * stats.relative_change(d, base) for d in done.delta]
     lows, highs, beyond = [], [], []
     for _, r in done.iterrows():
-        mine = per_seed(r, "objective")
+        mine = objective_per_seed(r)
         shared = sorted(set(mine) & set(base_seeds))
         d = stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared])
         lows.append(d.low)
@@ -71,52 +71,85 @@ def baseline_lr(lr: float, preset_lr: float | None) -> str:
     return f"The baseline trains with lr {lr:g}, the preset's, not the thesis's {thesis:g}."
 
 
+@dataclass(frozen=True)
+class Scope:
+    """Which score the ranking shows: ``semeval/dev/acc_4way/mean`` -> dev ``acc_4way``, its test twin
+    ``semeval/test/acc_4way``; an objective off the primary's dev split (``train/loss/mean``) as is."""
+
+    metric: str
+    on_dev: bool
+    test_key: str
+
+    @classmethod
+    def of(cls, objective: str, primary: str) -> Scope:
+        name = strip_mean(objective)
+        on_dev = name.startswith(f"{primary}/dev/")
+        metric = name[len(f"{primary}/dev/") :] if on_dev else name
+        return cls(metric, on_dev, f"{primary}/test/{metric}")
+
+
 def ranking(
     table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int, context: Context = Context()
 ) -> tuple[pd.DataFrame, str]:
     """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
     study = get_study(study_name)
-    done = versus_baseline(table[table.status == "completed"], mode).sort_values("objective", ascending=(mode == "min"))
+    done = versus_baseline(table[table.status == COMPLETED], mode).sort_values(OBJECTIVE, ascending=(mode == "min"))
     baseline = done[done.baseline]
-    # "semeval/dev/acc_4way/mean" -> dev acc_4way, scored on test too; "train/loss/mean" -> train/loss
-    name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
-    on_dev = name.startswith(f"{study.primary_name}/dev/")
-    metric = name[len(f"{study.primary_name}/dev/") :] if on_dev else name
-    test_key = f"{study.primary_name}/test/{metric}"
+    scope = Scope.of(objective, study.primary_name)
+    lines = header_lines(table, study_name, objective, mode, context)
+    # the floor of the objective's metric, or of the study's own where the objective is not a dev score
+    lines += floor_lines(baseline, context, scope.metric if scope.on_dev else study.metric, study.primary_name)
+    if len(baseline):
+        lines += ["", baseline_lr(float(baseline.lr.iloc[0]), context.preset_lr)]
+    shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
+    trial_lines, csv_rows = trial_rows(done, shown, objective, scope)
+    published_lines, published_csv = published_rows(study, scope)
+    return pd.DataFrame(csv_rows + published_csv), "\n".join(lines + trial_lines + published_lines) + "\n"
+
+
+def header_lines(table: pd.DataFrame, study_name: str, objective: str, mode: str, context: Context) -> list[str]:
+    """Title, the preset's scope, the final table, and what the ranking's columns mean."""
     seeds = int(table.seeds.map(lambda s: len(str(s).split(","))).max()) if len(table) else 0
     lines = [f"# Study `{study_name}`: objective `{objective}` ({mode})", ""]
     if context.preset_note:
         lines += [f"*{context.preset_note}*", ""]
     lines += [context.final_markdown, ""] if context.final_markdown else []
-    lines += [
+    return lines + [
         "## Search ranking (dev)",
         "",
-        f"{len(table)} trials: {int((table.status == 'completed').sum())} completed, "
-        f"{int((table.status == 'pruned').sum())} pruned by ASHA, {int((table.status == 'failed').sum())} failed. "
+        f"{len(table)} trials: {int((table.status == COMPLETED).sum())} completed, "
+        f"{int((table.status == PRUNED).sum())} pruned by ASHA, {int((table.status == FAILED).sum())} failed. "
         f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
         f'{stats.METHOD} interval of the per-seed differences; "beyond noise" says whether that interval excludes '
         f"zero (it takes {stats.MIN_PAIRS} seeds or more). Relative Δ is not shown where the baseline is near zero.",
     ]
-    # the floor of the objective's metric, or of the study's own where the objective is not a dev score
-    floor_metric = metric if on_dev else study.metric
-    if len(baseline) and context.majority.get(floor_metric) is not None:
-        floor = context.majority[floor_metric]
-        base = float(baseline.iloc[0].get(f"{study.primary_name}/dev/{floor_metric}", math.nan))
-        where = "above" if base > floor else "NOT above"
-        lines += [
-            "",
-            f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
-            f"{floor_metric} = {floor:.4f}; the baseline's dev {floor_metric} {base:.4f} is {where} it.",
-        ]
-    if len(baseline):
-        lines += ["", baseline_lr(float(baseline.lr.iloc[0]), context.preset_lr)]
-    lines += [
+
+
+def floor_lines(baseline: pd.DataFrame, context: Context, metric: str, primary: str) -> list[str]:
+    """The majority rate of ``metric`` on the dev rows, and whether the baseline is above it."""
+    if not len(baseline) or context.majority.get(metric) is None:
+        return []
+    floor = context.majority[metric]
+    base = float(baseline.iloc[0].get(f"{primary}/dev/{metric}", math.nan))
+    where = "above" if base > floor else "NOT above"
+    return [
         "",
-        f"| rank | trial | {'dev ' if on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel "
-        f"| test {metric if on_dev else ''} | epochs |",
+        f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
+        f"{metric} = {floor:.4f}; the baseline's dev {metric} {base:.4f} is {where} it.",
+    ]
+
+
+def trial_rows(
+    done: pd.DataFrame, shown: pd.DataFrame, objective: str, scope: Scope
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The ranking's Markdown table and its CSV rows (``report.csv``)."""
+    metric, test_key = scope.metric, scope.test_key
+    lines = [
+        "",
+        f"| rank | trial | {'dev ' if scope.on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel "
+        f"| test {metric if scope.on_dev else ''} | epochs |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
     csv_rows = []
     for _, r in shown.iterrows():
         rank = int(done.index.get_loc(r.name)) + 1 if r.name in done.index else "-"
@@ -148,25 +181,32 @@ def ranking(
                 "seeds": r.seeds,
             }
         )
-    if study.published:
-        keys = sorted({k for v in study.published.values() for k in v})
-        lines += [
-            "",
-            f"Published results on {study.primary_name} test (single runs, selected as their authors did):",
-            "",
-            "| source | " + " | ".join(keys) + " |",
-            "|---|" + "---|" * len(keys),
-        ]
-        for source, values in study.published.items():
-            lines.append(f"| {source} | " + " | ".join(f"{values[k]:.4f}" if k in values else "–" for k in keys) + " |")
-            if metric in values:
-                csv_rows.append(
-                    {
-                        "rank": "-",
-                        "source": "published",
-                        "config": source,
-                        "test_metric": test_key,
-                        "test_mean": values[metric],
-                    }
-                )
-    return pd.DataFrame(csv_rows), "\n".join(lines) + "\n"
+    return lines, csv_rows
+
+
+def published_rows(study, scope: Scope) -> tuple[list[str], list[dict[str, Any]]]:
+    """The study's published single runs: a Markdown table, and CSV rows for the ranking's metric."""
+    if not study.published:
+        return [], []
+    keys = sorted({k for v in study.published.values() for k in v})
+    lines = [
+        "",
+        f"Published results on {study.primary_name} test (single runs, selected as their authors did):",
+        "",
+        "| source | " + " | ".join(keys) + " |",
+        "|---|" + "---|" * len(keys),
+    ]
+    csv_rows = []
+    for source, values in study.published.items():
+        lines.append(f"| {source} | " + " | ".join(f"{values[k]:.4f}" if k in values else "–" for k in keys) + " |")
+        if scope.metric in values:
+            csv_rows.append(
+                {
+                    "rank": "-",
+                    "source": "published",
+                    "config": source,
+                    "test_metric": scope.test_key,
+                    "test_mean": values[scope.metric],
+                }
+            )
+    return lines, csv_rows

@@ -1,5 +1,4 @@
-"""TODO docstring
-"""
+"""TODO docstring"""
 
 from __future__ import annotations
 

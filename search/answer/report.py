@@ -13,6 +13,7 @@ from pathlib import Path
 
 from search.answer.plots import plots
 from search.answer.ranking import Context, ranking
+from search.tracking import records as rec
 from search.tracking.records import Invocation
 from search.tracking.runs import find_parent, trial_table
 from spaces import get_study
@@ -24,20 +25,19 @@ logger = logging.getLogger(__name__)
 def context_of(client, study: str, parent, final=None) -> Context:
     """The preset's scope, the majority floor (parent metrics ``majority/dev/...``) and the final table
     (given, or the one an earlier finalize logged as ``report/final.md``)."""
-    metrics = parent.data.metrics
     try:
         preset = get_study(study).preset(Invocation.from_params(parent.data.params).preset)
         note, preset_lr = preset.note, preset.lr or TrainConfig.lr
     except ConfigError:
         note, preset_lr = "", None
-    majority = {k[len("majority/dev/") :]: v for k, v in metrics.items() if k.startswith("majority/dev/")}
+    majority = rec.majority_of(parent.data.metrics)
     final_markdown = final.markdown() if final is not None else ""
-    if not final_markdown and "final_verdict" in parent.data.tags:
+    if not final_markdown and rec.VERDICT_TAG in parent.data.tags:
         import tempfile
 
         with tempfile.TemporaryDirectory() as tmp:
             try:
-                final_markdown = Path(client.download_artifacts(parent.info.run_id, "report/final.md", tmp)).read_text()
+                final_markdown = Path(client.download_artifacts(parent.info.run_id, rec.FINAL_REPORT, tmp)).read_text()
             except Exception:  # an older study, or finalize interrupted before writing it
                 final_markdown = ""
     return Context(note, majority, final_markdown, preset_lr)
@@ -86,7 +86,7 @@ def build_report(
     for p in figures:
         paths[p.stem] = p
     for p in paths.values():
-        client.log_artifact(parent.info.run_id, str(p), artifact_path="report")
+        client.log_artifact(parent.info.run_id, str(p), artifact_path=rec.REPORT_FOLDER)
     if parent.info.status == "RUNNING":
         client.set_terminated(parent.info.run_id, "FINISHED")
     if echo:

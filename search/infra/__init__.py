@@ -1,1 +1,2 @@
-"""TODO"""
+"""Local infrastructure under a study: joining Ray, resource checks, disk space, storage paths,
+console quieting. Imports nothing else of ``search``."""

@@ -22,7 +22,7 @@ CHATTY = ("ray", "optuna", "mlflow", "alembic", "matplotlib")
 NOISY_WARNINGS = (
     "ray.tune.execution.experiment_state",
     "ray.tune.logger",
-    # every retry of an unreachable tracking server: the study's spool says it once (search.spool)
+    # every retry of an unreachable tracking server: the study's spool says it once (search.tracking.spool)
     "urllib3.connectionpool",
 )
 

@@ -1,5 +1,4 @@
-"""Joining Ray: a private local Ray by default, a cluster only at an explicit ``--address``.
-"""
+"""Joining Ray: a private local Ray by default, a cluster only at an explicit ``--address``."""
 
 from __future__ import annotations
 

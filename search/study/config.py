@@ -1,5 +1,4 @@
-"""The typed configuration of one study invocation (what ``search.run`` parses into).
-"""
+"""The typed configuration of one study invocation (what ``search.run`` parses into)."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ SEARCHES = ("tpe", "grid", "random")
 @dataclass(frozen=True)
 class SearchConfig:
     study: str
-    preset: str | None = None  # None: full where the cluster has GPUs, else smoke (search.runner.resolve_preset)
+    preset: str | None = None  # None: full where the cluster has GPUs, else smoke (search.study.prepare.resolve_preset)
     trials: int | None = None  # None: the preset's
     seeds: int | None = None  # number of seeds; None: the preset's
     max_concurrent: int = 2
@@ -127,7 +126,9 @@ class SearchConfig:
 
     def resolved_preset(self) -> Preset:
         if self.preset is None:
-            raise ConfigError(f"study {self.study}: no preset chosen yet (search.runner.resolve_preset picks one)")
+            raise ConfigError(
+                f"study {self.study}: no preset chosen yet (search.study.prepare.resolve_preset picks one)"
+            )
         return self.resolved_study().preset(self.preset)
 
     def seed_list(self) -> list[int]:

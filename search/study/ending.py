@@ -14,7 +14,7 @@ open (created, or reopened by ``--resume`` just before Tune runs) and calls one 
   ``end_reason``, open trial runs KILLED; resumable as above when Tune's state was saved,
   otherwise the RUNNING Optuna trials FAIL.
 
-MLflow writes go through the study's spool (:mod:`search.mlflow_spool`): with the tracking
+MLflow writes go through the study's spool (:mod:`search.tracking.sink`): with the tracking
 server down they wait on disk and ``--resume`` sends them first.
 """
 

@@ -1,5 +1,4 @@
-"""TODO docstring
-"""
+"""TODO docstring"""
 
 from __future__ import annotations
 
@@ -7,15 +6,11 @@ import glob
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from search.infra.storage import storage_path
 from search.study.config import SearchConfig
 from trainables.cli import mask_credentials
 from trainables.config import ConfigError
-
-if TYPE_CHECKING:  # search.ending imports Ray (through the tracker): only a study needs it
-    pass
 
 logger = logging.getLogger(__name__)
 

@@ -1,5 +1,4 @@
-"""TODO docstring
-"""
+"""TODO docstring"""
 
 from __future__ import annotations
 
@@ -7,7 +6,6 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,9 +17,6 @@ from trainables.loop import TaskData, prepare_data
 from trainables.majority import majority_scores
 from trainables.model import load_tokenizer
 from trainables.tasks import get_task
-
-if TYPE_CHECKING:  # search.ending imports Ray (through the tracker): only a study needs it
-    pass
 
 logger = logging.getLogger(__name__)
 

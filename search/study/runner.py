@@ -1,5 +1,4 @@
-"""Build and run (or restore) the Ray Tune study for a :class:`SearchConfig`.
-"""
+"""Build and run (or restore) the Ray Tune study for a :class:`SearchConfig`."""
 
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ def space_exhausted(optuna_storage: str, name: str) -> bool:
 
 def run(cfg: SearchConfig) -> dict[str, Any]:
     """Run the study; return where its results are (Tune path, MLflow parent run). However it
-    ends, nothing it opened is left RUNNING (:mod:`search.ending`)."""
+    ends, nothing it opened is left RUNNING (:mod:`search.study.ending`)."""
     end = StudyEnd(cfg.study)
     try:
         return run_study(cfg, end)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections import defaultdict
-from dataclasses import asdict
 from typing import Any
 
 from optuna.trial import TrialState
@@ -32,18 +31,6 @@ MAX_DUPLICATES = 200  # consecutive repeats before the space is taken as exhaust
 
 
 EXHAUSTED = "exhausted"  # Optuna study user attribute: the searcher ran out of new configs
-
-
-def flat_config(config: TrainConfig) -> dict[str, Any]:
-    """TrainConfig -> the flat dict ``TrainConfig.from_dict`` reads back."""
-    out = {}
-    for key, value in asdict(config).items():
-        if isinstance(value, dict):
-            out.update({f"{key}.{k}": v for k, v in value.items()})
-        else:
-            out[key] = value
-    out["sampling.weights"] = dict(config.sampling.weights)
-    return out
 
 
 class CanonicalOptunaSearch(OptunaSearch):
@@ -80,7 +67,7 @@ class CanonicalOptunaSearch(OptunaSearch):
                 ot_trial.set_user_attr("run_name", name)
                 ot_trial.set_user_attr("canonical_key", key)
                 return {
-                    "train": flat_config(config),
+                    "train": config.to_dict(),
                     "key": key,
                     "label": name,
                     "number": ot_trial.number,

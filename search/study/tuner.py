@@ -1,5 +1,4 @@
-"""TODO docstring
-"""
+"""TODO docstring"""
 
 from __future__ import annotations
 
@@ -13,12 +12,14 @@ from search.study.config import SearchConfig
 from search.study.ending import StudyEnd, tracking_unavailable
 from search.study.names import check_new_name, latest_experiment, resume_command, warn_ignored_on_resume
 from search.study.prepare import Prepared, ready
+from search.tracking import records as rec
 from search.tracking import runs
 from search.tracking.records import Invocation
 from search.tracking.spool import Spool
 from spaces import baseline_choices, thesis_grid
 from spaces.canonical import baseline_moves
 from trainables.config import ConfigError
+from trainables.loop import TaskData
 
 logger = logging.getLogger(__name__)
 
@@ -26,7 +27,7 @@ logger = logging.getLogger(__name__)
 def log_majority(spool: Spool, majority: dict[str, float]) -> None:
     """The majority floor of the primary's dev set, as parent-run metrics ``majority/dev/<metric>``."""
     now = int(time.time() * 1000)
-    metrics = [[f"majority/dev/{k}", float(v), now, 0] for k, v in majority.items() if v == v]
+    metrics = [[rec.majority_key(k), float(v), now, 0] for k, v in majority.items() if v == v]
     if metrics:
         spool.put({"op": "log", "trial": None, "metrics": metrics})
 
@@ -50,16 +51,21 @@ class Launch:
     invocation: Invocation
 
 
-def trainable_of(cfg: SearchConfig, prep: Prepared):
+def trainable(data: dict[str, TaskData], signature: str, metric: str, cpus: float, gpus: float):
+    """The multitask trainable with the tokenized data (one copy in the object store for all trials)
+    and each trial's resources: the search's and finalize's trials alike."""
     from ray import tune
 
     from trainables.tune import multitask_trainable
 
     return tune.with_resources(
-        # one copy in the object store for all trials
-        tune.with_parameters(multitask_trainable, data=prep.data, signature=prep.signature, metric=prep.objective),
-        {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial},
+        tune.with_parameters(multitask_trainable, data=data, signature=signature, metric=metric),
+        {"cpu": cpus, "gpu": gpus},
     )
+
+
+def trainable_of(cfg: SearchConfig, prep: Prepared):
+    return trainable(prep.data, prep.signature, prep.objective, cfg.cpus_per_trial, cfg.gpus_per_trial)
 
 
 def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:

@@ -1,16 +1,86 @@
-"""TODO docstring
+"""The names of a study's MLflow records, defined once: tags, metric keys, params, artifacts.
+
+Written by the tracker, the runner and finalize; read by the report, finalize, ``--resume`` and
+the tests. No MLflow or Ray here, so that any reader can import it. Layout of a study:
+
+- the study's experiment holds one parent run per invocation (tag ``kind=study``,
+  ``tune_experiment``; params :class:`Invocation`; metrics ``majority/dev/<metric>`` and, after
+  finalize, ``final/...``; tags ``final_verdict``, ``final_winner``, ``final_model``);
+- its children are the search's trials (``kind=trial``) and the seeds finalize trained
+  (``kind=final``, ``final_for`` = the trial's run id): params :class:`TrialParams`, metrics per
+  epoch ``objective``, ``objective_std``, ``<key>/mean``, ``<key>/std``, ``<key>/seed<S>``.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 
 from spaces.canonical import WEIGHTED
 from trainables.config import ConfigError, TrainConfig
+from trainables.results import FAILURE_REASON, per_seed, seed_key
 
-logger = logging.getLogger(__name__)
+# -- tags ---------------------------------------------------------------------------
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's own: nests a trial's run under its study's
+KIND_TAG = "kind"  # study | trial | final
+STUDY_KIND, TRIAL_KIND, FINAL_KIND = "study", "trial", "final"
+TUNE_EXPERIMENT_TAG = "tune_experiment"  # parent run: the invocation's Tune experiment name
+TRIAL_ID_TAG = "trial_id"  # Tune's trial id: how the spool's sink finds a trial's run again
+TRIAL_NUMBER_TAG = "trial"  # Optuna's number, as in ``t03``
+CANONICAL_KEY_TAG = "canonical_key"
+BASELINE_TAG = "baseline"  # "true" | "false"
+EPOCHS_TAG = "epochs_trained"
+FINAL_FOR_TAG = "final_for"  # a final run: the run id of the trial whose config it retrained
+STATUS_TAG = "status"  # running | completed | pruned | failed | interrupted (KILLED with its study)
+FAILURE_TAG = FAILURE_REASON  # why a trial failed (the trainable's own result key, same name)
+END_REASON = "end_reason"  # tag of a run its study ended (KILLED, FAILED): why
+RESUME_TAG = "resume"  # tag beside it: the command that continues the run, where it can be continued
+VERDICT_TAG, WINNER_TAG, MODEL_TAG = "final_verdict", "final_winner", "final_model"  # parent run, after finalize
+PLACEMENT_TAGS = ("node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested", "restored_from_epoch")
+
+# -- artifacts ----------------------------------------------------------------------
+CONFIG_ARTIFACT = "trial_config.json"  # a trial's whole flat TrainConfig, for retraining
+REPORT_FOLDER = "report"  # the parent run's report files
+FINAL_REPORT = f"{REPORT_FOLDER}/final.md"
+
+# -- metrics ------------------------------------------------------------------------
+OBJECTIVE, OBJECTIVE_STD = "objective", "objective_std"  # a trial's score under the study's objective
+MAJORITY_PREFIX = "majority/dev/"
+
+
+def objective_seed_key(seed: int) -> str:
+    """``objective/seed<S>``: one seed's objective (MLflow metric and trial-table column)."""
+    return seed_key(OBJECTIVE, seed)
+
+
+def objective_per_seed(values: Mapping) -> dict[int, float]:
+    """``{seed: objective}`` of a trial row or a result holding ``objective/seed<S>``."""
+    return per_seed(values, OBJECTIVE)
+
+
+def majority_key(metric: str) -> str:
+    """The parent run's metric of the majority floor on the primary's dev rows."""
+    return MAJORITY_PREFIX + metric
+
+
+def majority_of(metrics: Mapping[str, float]) -> dict[str, float]:
+    """``{metric: floor}`` from a parent run's metrics."""
+    return {k[len(MAJORITY_PREFIX) :]: v for k, v in metrics.items() if k.startswith(MAJORITY_PREFIX)}
+
+
+def final_key(side: str, metric: str, part: str) -> str:
+    """``final/winner/acc_4way/mean``, ``final/diff/acc_4way/low``: finalize's numbers on the parent run."""
+    return f"final/{side}/{metric}/{part}"
+
+
+def mean_key(key: str) -> str:
+    """A result key's seed mean (``semeval/dev/acc_4way`` -> ``.../mean``)."""
+    return f"{key}/mean"
+
+
+def strip_mean(key: str) -> str:
+    """``semeval/dev/acc_4way/mean`` -> ``semeval/dev/acc_4way``; other keys unchanged."""
+    return key[: -len("/mean")] if key.endswith("/mean") else key
 
 
 @dataclass(frozen=True)
@@ -56,21 +126,6 @@ class Invocation:
             "candidates": lambda v: tuple(filter(None, v.split(","))),
         }
         return cls(**{f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls)})
-
-
-FINAL_KIND = "final"  # tag kind of the runs finalize trains
-
-
-STATUS_TAG = "status"  # running | completed | pruned | failed | interrupted (KILLED with its study)
-
-
-CONFIG_ARTIFACT = "trial_config.json"
-
-
-END_REASON = "end_reason"  # tag of a run its study ended (KILLED, FAILED): why
-
-
-RESUME_TAG = "resume"  # tag beside it: the command that continues the run, where it can be continued
 
 
 def readable(value: float) -> float:

@@ -29,7 +29,7 @@ logger = logging.getLogger(__name__)
 ARTIFACT = "predictor"  # the pyfunc artifact holding the model directory
 
 
-PACKAGES = Path(__file__).resolve().parents[1]
+PACKAGES = Path(__file__).resolve().parents[2]  # the checkout: search/ and trainables/ beside each other
 
 
 class WinnerModel(mlflow.pyfunc.PythonModel):

@@ -1,20 +1,6 @@
-"""MLflow for a study: an experiment per study, a parent run per invocation, a child run per trial.
-
-Logging happens in the Tune driver (a Tune callback), which is the one place
-that knows a trial's fate (completed, pruned by ASHA, failed); workers only
-report results. The callback never calls MLflow: it appends records to the study's
-spool (:mod:`search.mlflow_spool`), which a background thread sends in order, so a
-tracking-server outage never stalls training; a restored study (``Tuner.restore``)
-finds its runs again and logs into them. Reading the records back
-(:func:`find_parent`, :func:`trial_table`) lives here too, beside the writing.
-
-A trial's run: name ``t03 sst2+pos square``; params :class:`TrialParams`; metrics per
-epoch (step = epoch) ``objective``, ``objective_std`` and every result key as ``k/mean``,
-``k/std`` (two seeds or more), ``k/seed<S>`` (the primary's scores and the objective's
-key); tags ``status``, ``baseline``, ``trial``, ``epochs_trained``, ``canonical_key``,
-``kind``; artifact ``trial_config.json`` (the flat TrainConfig, for retraining). A run its
-study ended before the trial did (Ctrl-C, a crash, the tracking server gone) is KILLED with
-``status`` ``interrupted``, ``end_reason`` and, where ``--resume`` continues it, ``resume``.
+"""MLflow runs of a study, direct (no spool): the tracking URI checked, the parent run opened, and
+the records read back (:func:`find_parent`, :func:`trial_table`) by the report, finalize and
+``--resume``. What each record is called: :mod:`search.tracking.records`.
 """
 
 from __future__ import annotations
@@ -22,14 +8,15 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
 from typing import Any
 
 import pandas as pd
 
-from search.tracking.records import STATUS_TAG, Invocation, TrialParams
+from search.tracking import records as rec
+from search.tracking.records import Invocation, TrialParams
 from search.tracking.view import share_trial_view, training_experiment, trial_view_url
 from trainables.config import ConfigError
+from trainables.results import parse_seed_key
 
 logger = logging.getLogger(__name__)
 
@@ -73,11 +60,11 @@ def check_tracking_uri(tracking_uri: str) -> None:
 def start_parent_run(tracking_uri: str, experiment: str, name: str, params: dict[str, Any]) -> str:
     c = client(tracking_uri)
     experiment = training_experiment(c, experiment)
-    run = c.create_run(experiment, run_name=name, tags={"kind": "study", "tune_experiment": name})
+    run = c.create_run(experiment, run_name=name, tags={rec.KIND_TAG: rec.STUDY_KIND, rec.TUNE_EXPERIMENT_TAG: name})
     from mlflow.entities import Param
 
     c.log_batch(run.info.run_id, params=[Param(k, param_text(v)) for k, v in params.items()])
-    if "objective" in params:
+    if rec.OBJECTIVE in params:
         share_trial_view(c, experiment, name, run.info.run_id, params.get("mode", "max"))
         url = trial_view_url(experiment, name)
         c.set_tag(run.info.run_id, "mlflow.note.content", f"Trials side by side, best first: `{url}` in the MLflow UI.")
@@ -102,7 +89,9 @@ def find_parent(client, study: str, run_name: str | None):
         raise ConfigError(
             f"no MLflow experiment {study!r} at this tracking URI: run python -m search.run {study} first"
         )
-    query = "tags.kind = 'study'" + (f" and tags.tune_experiment = '{run_name}'" if run_name else "")
+    query = f"tags.{rec.KIND_TAG} = '{rec.STUDY_KIND}'" + (
+        f" and tags.{rec.TUNE_EXPERIMENT_TAG} = '{run_name}'" if run_name else ""
+    )
     runs = client.search_runs(
         [experiment.experiment_id], filter_string=query, order_by=["attributes.start_time DESC"], max_results=1
     )
@@ -111,20 +100,17 @@ def find_parent(client, study: str, run_name: str | None):
     return experiment, runs[0]
 
 
-SEED_KEY = re.compile(r"^(?P<name>.+)/seed(?P<seed>\d+)$")
-
-
-def trial_table(client, experiment_id: str, parent, kind: str = "trial") -> pd.DataFrame:
+def trial_table(client, experiment_id: str, parent, kind: str = rec.TRIAL_KIND) -> pd.DataFrame:
     """One row per trial run of ``parent``: its config, status, and the last epoch's objective and
     ``{task}/{dev,test}/{metric}`` scores (mean, ``"... std"``, per-seed ``.../seed<S>``).
     ``kind``: ``trial`` (the search's) or ``final`` (the seeds ``search.finalize`` trained)."""
     objective = Invocation.from_params(parent.data.params).objective
-    objective_name = objective[: -len("/mean")] if objective.endswith("/mean") else objective
+    objective_name = rec.strip_mean(objective)
     children = client.search_runs(
         [experiment_id],
         max_results=5000,
         order_by=["attributes.start_time ASC"],
-        filter_string=f"tags.`mlflow.parentRunId` = '{parent.info.run_id}' and tags.kind = '{kind}'",
+        filter_string=f"tags.`{rec.PARENT_TAG}` = '{parent.info.run_id}' and tags.{rec.KIND_TAG} = '{kind}'",
     )
     return pd.DataFrame([trial_row(run, objective_name) for run in children])
 
@@ -133,12 +119,12 @@ def trial_row(run, objective_name: str) -> dict[str, Any]:
     t, m = run.data.tags, run.data.metrics
     p = TrialParams.from_params(run.data.params)
     row: dict[str, Any] = {
-        "trial": int(t.get("trial", -1)),
+        "trial": int(t.get(rec.TRIAL_NUMBER_TAG, -1)),
         "label": run.info.run_name,
         "run_id": run.info.run_id,
-        "status": t.get(STATUS_TAG, "running"),
-        "canonical_key": t.get("canonical_key", ""),
-        "baseline": t.get("baseline") == "true",
+        "status": t.get(rec.STATUS_TAG, "running"),
+        "canonical_key": t.get(rec.CANONICAL_KEY_TAG, ""),
+        "baseline": t.get(rec.BASELINE_TAG) == "true",
         "auxiliary": p.aux,
         "schema": p.schema,
         "exponent": math.nan if p.exponent is None else p.exponent,
@@ -146,23 +132,23 @@ def trial_row(run, objective_name: str) -> dict[str, Any]:
         "lr": p.lr,
         "warmup": p.warmup,
         "batch_size": p.batch_size,
-        "epochs": int(t.get("epochs_trained", 0)),
+        "epochs": int(t.get(rec.EPOCHS_TAG, 0)),
         "seeds": p.seeds,
         "node": t.get("hostname", ""),
         "device": t.get("device", ""),
-        "objective": m.get("objective", math.nan),
-        "objective_std": m.get("objective_std", math.nan),
+        rec.OBJECTIVE: m.get(rec.OBJECTIVE, math.nan),
+        rec.OBJECTIVE_STD: m.get(rec.OBJECTIVE_STD, math.nan),
         "start_time": run.info.start_time,
-        "final_for": t.get("final_for", ""),
+        "final_for": t.get(rec.FINAL_FOR_TAG, ""),
     }
     for key, value in sorted(m.items()):
         name = key[: -len("/mean")]
         if key.endswith("/mean") and ("/dev/" in key or "/test/" in key):
             row[name] = value
             row[name + " std"] = m.get(name + "/std", math.nan)
-        seeded = SEED_KEY.match(key)
-        if seeded and seeded["name"] == objective_name:
-            row[f"objective/seed{seeded['seed']}"] = value
+        seeded = parse_seed_key(key)
+        if seeded and seeded[0] == objective_name:
+            row[rec.objective_seed_key(seeded[1])] = value
         if seeded and ("/dev/" in key or "/test/" in key):
             row[key] = value
     return row

@@ -1,7 +1,7 @@
 """A study's MLflow spool: where it lives, and the sink that sends its records to MLflow.
 
 The tracker callback (:class:`search.tracking.MLflowTracker`), the runner and finalize put
-records; :class:`search.spool.Spool` sends them in order from a background thread through
+records; :class:`search.tracking.spool.Spool` sends them in order from a background thread through
 :class:`MlflowSink`. Records say everything the sink writes (tags, params, artifacts), so the
 sink knows only how to find a trial's run: tags ``mlflow.parentRunId`` and ``trial_id``.
 """

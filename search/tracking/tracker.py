@@ -1,4 +1,12 @@
-"""TODO docstring
+"""The tracker callback: a study's trials in MLflow, written from the Tune driver.
+
+The driver is the one place that knows a trial's fate (completed, pruned by ASHA, failed);
+workers only report results. The callback never calls MLflow: it appends records to the study's
+spool (:mod:`search.tracking.sink`), which a background thread sends in order, so a
+tracking-server outage never stalls training; a restored study (``Tuner.restore``) finds its
+runs again and logs into them. What it writes is named in :mod:`search.tracking.records`. A run
+its study ended before the trial did (Ctrl-C, a crash, the tracking server gone) is KILLED with
+``status`` ``interrupted``, ``end_reason`` and, where ``--resume`` continues it, ``resume``.
 """
 
 from __future__ import annotations
@@ -11,6 +19,7 @@ from typing import Any
 from ray.tune import Callback
 from ray.tune.result import SHOULD_CHECKPOINT
 
+from search.tracking import records as rec
 from search.tracking.outcome import FAILED, outcome_of
 from search.tracking.records import CONFIG_ARTIFACT, END_REASON, RESUME_TAG, STATUS_TAG, TrialParams
 from search.tracking.sink import study_spool
@@ -30,10 +39,10 @@ def numeric(result: dict[str, Any], objective: str | None) -> dict[str, float]:
         if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
     }
     if objective and objective in out:
-        out["objective"] = out[objective]
-        std = objective[: -len("/mean")] + "/std" if objective.endswith("/mean") else None
+        out[rec.OBJECTIVE] = out[objective]
+        std = rec.strip_mean(objective) + "/std" if objective.endswith("/mean") else None
         if std in out:
-            out["objective_std"] = out[std]
+            out[rec.OBJECTIVE_STD] = out[std]
     return out
 
 
@@ -78,18 +87,18 @@ class MLflowTracker(Callback):
         self.started.add(trial.trial_id)
         cfg = {**trial.config, **trial.config.get("trial", {})}
         tags = {
-            "mlflow.parentRunId": self.parent_run_id,
-            "trial_id": trial.trial_id,
-            "kind": cfg.get("kind", "trial"),
-            "canonical_key": cfg.get("key", ""),
+            rec.PARENT_TAG: self.parent_run_id,
+            rec.TRIAL_ID_TAG: trial.trial_id,
+            rec.KIND_TAG: cfg.get("kind", rec.TRIAL_KIND),
+            rec.CANONICAL_KEY_TAG: cfg.get("key", ""),
             STATUS_TAG: "running",
-            "epochs_trained": "0",
-            "baseline": str(bool(cfg.get("baseline", False))).lower(),
+            rec.EPOCHS_TAG: "0",
+            rec.BASELINE_TAG: str(bool(cfg.get("baseline", False))).lower(),
         }
         if cfg.get("number") is not None:
-            tags["trial"] = str(cfg["number"])
+            tags[rec.TRIAL_NUMBER_TAG] = str(cfg["number"])
         if cfg.get("final_for"):  # seeds search.finalize trained for that trial's config
-            tags["final_for"] = cfg["final_for"]
+            tags[rec.FINAL_FOR_TAG] = cfg["final_for"]
         params = TrialParams.of(TrainConfig.from_dict(cfg["train"]), cfg.get("seeds", self.seeds)).to_params()
         self.spool.put(
             {
@@ -120,21 +129,9 @@ class MLflowTracker(Callback):
         self._start(trial)
         step = int(result.get("epoch", result.get("training_iteration", 0)))
         stamp = int(result.get("timestamp", 0) * 1000)
-        tags = {
-            tag: str(result[tag])
-            for tag in (
-                "node_id",
-                "node_ip",
-                "hostname",
-                "device",
-                "cpu_fallback",
-                "gpus_requested",
-                "restored_from_epoch",
-            )
-            if tag in result
-        }
+        tags = {tag: str(result[tag]) for tag in rec.PLACEMENT_TAGS if tag in result}
         if not result.get(DIVERGED):
-            tags["epochs_trained"] = str(step)
+            tags[rec.EPOCHS_TAG] = str(step)
         metrics = [[k, v, stamp, step] for k, v in numeric(result, self.objective).items()]
         record = {"op": "log", "trial": trial.trial_id, "metrics": metrics, "tags": tags}
         if result.get(SHOULD_CHECKPOINT):
@@ -164,14 +161,14 @@ class MLflowTracker(Callback):
         tags, state = {STATUS_TAG: status}, "FINISHED"
         if status == FAILED:  # diverged: the trainable's own verdict, Tune saw a normal end
             epochs, state = max(0, epochs - 1), "FAILED"  # the diverging epoch did not finish
-            tags["failure_reason"] = str(result.get(FAILURE_REASON, "diverged"))[:5000]
-        tags["epochs_trained"] = str(epochs)
+            tags[rec.FAILURE_TAG] = str(result.get(FAILURE_REASON, "diverged"))[:5000]
+        tags[rec.EPOCHS_TAG] = str(epochs)
         self.spool.put({"op": "end", "trial": trial.trial_id, "state": state, "tags": tags})
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
         self._start(trial)
         self._flush(trial)
-        tags = {STATUS_TAG: FAILED, "failure_reason": error_reason(trial)[:5000]}
+        tags = {STATUS_TAG: FAILED, rec.FAILURE_TAG: error_reason(trial)[:5000]}
         self.spool.put({"op": "end", "trial": trial.trial_id, "state": "FAILED", "tags": tags})
 
 

@@ -29,7 +29,7 @@ RESUME = "python -m search.run absa --resume --name exits"
 # once a trial has finished and the next one has reported an epoch
 CRASH = """
 import runpy
-from search.tracking import MLflowTracker
+from search.tracking.tracker import MLflowTracker
 def crash(self, iteration, trials, **info):
     if any(t.status == "TERMINATED" for t in trials) and any(t.status == "RUNNING" and t.last_result for t in trials):
         raise RuntimeError("injected driver fault")

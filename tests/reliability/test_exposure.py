@@ -25,7 +25,7 @@ DRIVER = """
 import os
 import sys
 import ray
-from search.ray_connect import connect_address
+from search.infra.ray_connect import connect_address
 
 os.environ["RAY_ADDRESS"] = sys.stdin.readline().strip()  # the foreign cluster, once it is up
 connect_address(None)

@@ -12,7 +12,6 @@ import pytest
 
 from search.study.config import SearchConfig
 from search.study.progress import StudyStatus, TrialLines, status_line
-from search.study.searcher import flat_config
 from search.tracking.records import CONFIG_ARTIFACT, TrialParams
 from search.tracking.runs import find_parent, start_parent_run, trial_table
 from search.tracking.tracker import MLflowTracker
@@ -31,7 +30,7 @@ def trial(trial_id, number, config, baseline=False, seeds=(1, 2)):
         last_result=None,
         error_file=None,
         config={
-            "train": flat_config(config),
+            "train": config.to_dict(),
             "key": f"key-{number}",
             "label": run_name(number, config, baseline),
             "number": number,

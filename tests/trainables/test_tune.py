@@ -63,7 +63,6 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
     import ray
     from ray import tune
 
-    from search.study.searcher import flat_config
     from search.tracking.runs import start_parent_run
     from search.tracking.tracker import MLflowTracker
     from trainables.config import EncoderConfig, TrainConfig
@@ -80,8 +79,8 @@ def test_diverging_trial_is_failed_with_reason_and_the_study_goes_on(tmp_path, t
         data_dir=str(data_dir),
     )
     configs = [
-        {"train": flat_config(base.with_(lr=1e30)), "label": "diverges", "key": "diverges"},
-        {"train": flat_config(base), "label": "fine", "key": "fine"},
+        {"train": base.with_(lr=1e30).to_dict(), "label": "diverges", "key": "diverges"},
+        {"train": base.to_dict(), "label": "fine", "key": "fine"},
     ]
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     parent = start_parent_run(uri, "divergence", "divergence", {})
