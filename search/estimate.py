@@ -74,20 +74,13 @@ def asha_epoch_fraction(max_t: int, grace: int, rf: int) -> float:
     return expected / max_t
 
 
-def estimate(
-    cfg: SearchConfig,
-    samples_per_second: float | None,
-    usd_per_hour: float | None,
-    measured: dict[str, Any] | None = None,
-) -> dict:
-    study = cfg.resolved_study()
-    preset = study.preset(cfg.preset)
-    base = cfg.base_config()
+def split_sizes(study, base) -> dict[str, dict[str, int]]:
+    """Rows per split of every task of the study, after the preset's limits."""
     data = Path(base.data_dir)
     sizes = {}
     for name in (study.primary,) + tuple(study.candidates):
         task = get_task(name, data, base.protocol)
-        n = {
+        sizes[name] = {
             s: len(
                 limit_rows(
                     len(task.examples(s)),
@@ -98,9 +91,11 @@ def estimate(
             )
             for s in ("train", "dev", "test")
         }
-        sizes[name] = n
-    seeds = cfg.seeds or len(preset.seeds)
-    trials = cfg.trials or preset.trials
+    return sizes
+
+
+def rows_per_trial(study, base, sizes: dict[str, dict[str, int]], seeds: int) -> float:
+    """Train-equivalent rows of one trial to full epochs, averaged over the auxiliary subsets."""
     per_subset = []
     for r in range(len(study.candidates) + 1):
         for subset in itertools.combinations(study.candidates, r):
@@ -109,7 +104,22 @@ def estimate(
             train_rows = steps * base.batch_size * base.epochs
             eval_rows = sum(sizes[t]["dev"] for t in tasks) * base.epochs + sum(sizes[t]["test"] for t in tasks)
             per_subset.append((train_rows + eval_rows / EVAL_SPEEDUP) * seeds)
-    per_trial = sum(per_subset) / len(per_subset)
+    return sum(per_subset) / len(per_subset)
+
+
+def estimate(
+    cfg: SearchConfig,
+    samples_per_second: float | None,
+    usd_per_hour: float | None,
+    measured: dict[str, Any] | None = None,
+) -> dict:
+    study = cfg.resolved_study()
+    preset = study.preset(cfg.preset)
+    base = cfg.base_config()
+    sizes = split_sizes(study, base)
+    seeds = cfg.seeds or len(preset.seeds)
+    trials = cfg.trials or preset.trials
+    per_trial = rows_per_trial(study, base, sizes, seeds)
     fraction = asha_epoch_fraction(
         base.epochs, cfg.grace_period or preset.grace_period, cfg.reduction_factor or preset.reduction_factor
     )

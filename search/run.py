@@ -33,6 +33,14 @@ def parser() -> ArgumentParser:
     )
     p.add_argument("study", nargs="?", help=f"a built-in study ({', '.join(builtin_studies())}) or a .toml study file")
     p.add_argument("--list", action="store_true", help="print the built-in studies and exit")
+    add_search_space(p)
+    add_stores(p)
+    add_run_options(p)
+    return p
+
+
+def add_search_space(p: ArgumentParser) -> None:
+    """What is searched and how: preset, trials, seeds, objective, searcher, ASHA, ranges."""
     p.add_argument(
         "--preset",
         help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "
@@ -65,6 +73,10 @@ def parser() -> ArgumentParser:
         ("warmup", "warm-up fraction"),
     ):
         p.add_argument(f"--{name}-range", type=parse_range, metavar="LOW,HIGH", help=f"search range of the {what}")
+
+
+def add_stores(p: ArgumentParser) -> None:
+    """Where a study keeps things: MLflow, Tune's storage, Optuna; resuming and joining a cluster."""
     p.add_argument("--tracking-uri", default=SearchConfig.tracking_uri, help="MLflow tracking URI")
     p.add_argument(
         "--tracking-grace",
@@ -85,6 +97,10 @@ def parser() -> ArgumentParser:
         default=SearchConfig.max_failures,
         help="retries of a failed trial from its checkpoint",
     )
+
+
+def add_run_options(p: ArgumentParser) -> None:
+    """Data, precision, the end of the study (finalize, report) and verbosity."""
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     p.add_argument("--protocol", default=SearchConfig.protocol, choices=PROTOCOLS)
     p.add_argument("--precision", choices=PRECISIONS, help="auto, fp32, bf16 or fp16 (default: the preset's, auto)")
@@ -97,7 +113,6 @@ def parser() -> ArgumentParser:
     )
     p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
     p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
-    return p
 
 
 def quick_tracking_client() -> None:
@@ -174,25 +189,25 @@ def main() -> int:
     from search.study.runner import run
 
     try:
-        outcome = run(cfg)
+        study = run(cfg)
     except TrackingUnavailable as exc:
         fail(str(exc), EX_TEMPFAIL)
-    logger.info("Tune results: %s", outcome["path"])
-    if outcome["interrupted"]:
+    logger.info("Tune results: %s", study["path"])
+    if study["interrupted"]:
         return 130
     final = None
     if cfg.finalize:
         from search.answer.config import FinalizeConfig
         from search.answer.final import finalize
 
-        seeds = cfg.final_seeds or get_study(cfg.study).preset(outcome["preset"]).final_seeds
+        seeds = cfg.final_seeds or get_study(cfg.study).preset(study["preset"]).final_seeds
         try:
             final = finalize(
                 FinalizeConfig(
                     cfg.study,
-                    outcome["name"],
+                    study["name"],
                     seeds,
-                    outcome["tracking_uri"],
+                    study["tracking_uri"],
                     cpus_per_trial=cfg.cpus_per_trial,
                     gpus_per_trial=cfg.gpus_per_trial,
                     max_concurrent=cfg.max_concurrent,
@@ -204,11 +219,11 @@ def main() -> int:
     if cfg.report:
         from search.answer.report import build_report
 
-        paths = build_report(cfg.study, outcome["tracking_uri"], run_name=outcome["name"], final=final)
+        paths = build_report(cfg.study, study["tracking_uri"], run_name=study["name"], final=final)
         logger.info("report: %s", paths["markdown"])
     elif final is not None:
         print(final.markdown())
-    logger.info("compare trials: mlflow ui --backend-store-uri %s  (experiment %s)", outcome["tracking_uri"], cfg.study)
+    logger.info("compare trials: mlflow ui --backend-store-uri %s  (experiment %s)", study["tracking_uri"], cfg.study)
     return 0
 
 

@@ -71,7 +71,7 @@ def trial_config(client, run_id: str) -> TrainConfig:
         return TrainConfig.from_dict(json.loads(Path(path).read_text()))
 
 
-def test_majority(config: TrainConfig) -> dict[str, float]:
+def majority_on_test(config: TrainConfig) -> dict[str, float]:
     """The constant predictor's scores on the primary's test rows as the trials saw them (same limit)."""
     from trainables.batching import limit_rows
     from trainables.majority import majority_scores

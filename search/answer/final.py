@@ -20,9 +20,9 @@ from search.answer.config import FinalizeConfig
 from search.answer.contenders import (
     choose,
     collect,
+    majority_on_test,
     objective_metric_of,
     primary_test_metrics,
-    test_majority,
     trial_checkpoint,
     trial_config,
 )
@@ -80,7 +80,7 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}
     if any(missing.values()):
         train_missing(cfg, parent.info.run_id, invocation, contenders, missing, study.primary_name, metrics)
-    majority = test_majority(baseline.config)
+    majority = majority_on_test(baseline.config)
     rows, headline = compare(winner, baseline, metrics, seeds, mode, objective_metric, study.metric)
     result = FinalResult(cfg.study, name, objective, mode, seeds, winner, baseline, rows, headline, majority=majority)
     if cfg.register:

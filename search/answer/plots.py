@@ -1,4 +1,4 @@
-"""TODO docstring"""
+"""The report's plots, as PNG files beside ``report.md`` (matplotlib, headless)."""
 
 from __future__ import annotations
 
@@ -24,44 +24,66 @@ def error_bars(means: pd.Series, stds: pd.Series, bounded: bool) -> list[list[fl
 def plots(
     table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int, majority: float | None = None
 ) -> list[Path]:
+    """The report's PNGs: the objective per schema and per auxiliary subset, and best so far vs compute."""
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    paths = []
-    bounded = "loss" not in objective  # accuracies, F1s and AUCs live in [0, 1]
     scored = table[table.status.isin([COMPLETED, PRUNED]) & table.objective.notna()]
     base = table[table.baseline & (table.status == COMPLETED)].objective
-    for column, title in (("schema", "objective per sampling schema"), ("auxiliary", "objective per auxiliary subset")):
-        fig, ax = plt.subplots(figsize=(8, 4))
-        groups = sorted(scored[column].dropna().unique())
-        for status, marker, color in ((COMPLETED, "o", "C0"), (PRUNED, "x", "C3")):
-            part = scored[scored.status == status]
-            x = [groups.index(g) for g in part[column]]
-            # mean over seeds with its sample std; pruned trials at the epoch ASHA stopped them
-            ax.errorbar(
-                x,
-                part.objective,
-                yerr=error_bars(part.objective, part.objective_std, bounded),
-                fmt=marker,
-                color=color,
-                capsize=3,
-                label=status if len(part) else None,
-            )
-        if len(base):
-            ax.axhline(float(base.iloc[0]), color="0.4", linestyle="--", label="baseline (single task)")
-        if majority is not None:
-            ax.axhline(majority, color="C2", linestyle=":", label="majority rate (constant predictor)")
-        ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
-        ax.set_ylabel(objective)
-        ax.set_title(title + f" (mean ± std over {seeds} seeds)")
-        ax.legend()
-        fig.tight_layout()
-        path = out / f"objective_per_{column}.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        paths.append(path)
+    baseline = float(base.iloc[0]) if len(base) else None
+    paths = [
+        per_group(scored, column, title, objective, seeds, baseline, majority, out)
+        for column, title in (
+            ("schema", "objective per sampling schema"),
+            ("auxiliary", "objective per auxiliary subset"),
+        )
+    ]
+    return paths + [best_so_far(table, objective, mode, seeds, baseline, out)]
+
+
+def per_group(
+    scored: pd.DataFrame,
+    column: str,
+    title: str,
+    objective: str,
+    seeds: int,
+    baseline: float | None,
+    majority: float | None,
+    out: Path,
+) -> Path:
+    """Each scored trial's objective (mean ± std over seeds) by the group in ``column``."""
+    import matplotlib.pyplot as plt
+
+    bounded = "loss" not in objective  # accuracies, F1s and AUCs live in [0, 1]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    groups = sorted(scored[column].dropna().unique())
+    for status, marker, color in ((COMPLETED, "o", "C0"), (PRUNED, "x", "C3")):
+        part = scored[scored.status == status]
+        x = [groups.index(g) for g in part[column]]
+        # mean over seeds with its sample std; pruned trials at the epoch ASHA stopped them
+        ax.errorbar(
+            x,
+            part.objective,
+            yerr=error_bars(part.objective, part.objective_std, bounded),
+            fmt=marker,
+            color=color,
+            capsize=3,
+            label=status if len(part) else None,
+        )
+    if baseline is not None:
+        ax.axhline(baseline, color="0.4", linestyle="--", label="baseline (single task)")
+    if majority is not None:
+        ax.axhline(majority, color="C2", linestyle=":", label="majority rate (constant predictor)")
+    ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
+    ax.set_ylabel(objective)
+    ax.set_title(title + f" (mean ± std over {seeds} seeds)")
+    return save(fig, ax, out / f"objective_per_{column}.png")
+
+
+def best_so_far(table: pd.DataFrame, objective: str, mode: str, seeds: int, baseline: float | None, out: Path) -> Path:
+    """The best completed trial's objective against the seed-epochs trained so far."""
+    import matplotlib.pyplot as plt
+
     ordered = table.sort_values("start_time")
     compute = (ordered.epochs * max(seeds, 1)).cumsum()
     best, so_far = [], -math.inf if mode == "max" else math.inf
@@ -71,14 +93,19 @@ def plots(
         best.append(so_far if math.isfinite(so_far) else math.nan)
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.step(compute, best, where="post", label="best completed trial")
-    if len(base):
-        ax.axhline(float(base.iloc[0]), color="0.4", linestyle="--", label="baseline (single task)")
+    if baseline is not None:
+        ax.axhline(baseline, color="0.4", linestyle="--", label="baseline (single task)")
     ax.set_xlabel("compute (seed-epochs trained)")
     ax.set_ylabel(f"best completed {objective}")
     ax.set_title("best so far vs compute")
+    return save(fig, ax, out / "best_so_far.png")
+
+
+def save(fig, ax, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     ax.legend()
     fig.tight_layout()
-    path = out / "best_so_far.png"
     fig.savefig(path, dpi=100)
     plt.close(fig)
-    return paths + [path]
+    return path

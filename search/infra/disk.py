@@ -14,10 +14,8 @@ below the running trials' next checkpoints. ``--resume`` continues once space is
 from __future__ import annotations
 
 import logging
-import os
 import re
 import shutil
-import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +23,7 @@ from typing import Any
 
 from ray.tune import Callback
 
+from search.infra.interrupt import interrupt_tune
 from search.infra.storage import local_path
 from trainables.config import TrainConfig
 
@@ -82,7 +81,7 @@ class SpaceNeed:
         running = max(1, min(trials, concurrent))
         return cls(checkpoint, running * checkpoint, (trials + running) * checkpoint)
 
-    def describe(self) -> str:
+    def text(self) -> str:
         return f"~{size(self.checkpoint)} per trial checkpoint, ~{size(self.total)} for the whole study"
 
 
@@ -103,7 +102,7 @@ def check_space(storage: str, need: SpaceNeed, advice: str) -> None:
     if free < need.first + RESERVE:
         raise StorageFull(
             f"--storage {storage}: {size(free)} free, the study needs at least "
-            f"{size(need.first + RESERVE)} to start ({need.describe()}): {advice}"
+            f"{size(need.first + RESERVE)} to start ({need.text()}): {advice}"
         )
     if free < need.total + RESERVE:
         logger.warning(
@@ -111,7 +110,7 @@ def check_space(storage: str, need: SpaceNeed, advice: str) -> None:
             storage,
             size(free),
             size(need.total + RESERVE),
-            need.describe(),
+            need.text(),
         )
 
 
@@ -139,16 +138,6 @@ def disk_full(trial) -> bool:
     except OSError:
         return False
     return bool(FULL.search(text.rsplit("Failure # ", 1)[-1]))
-
-
-def interrupt_tune() -> bool:
-    """End ``Tuner.fit`` as Ctrl-C does: Tune catches SIGUSR1 like SIGINT, saves the experiment state
-    and leaves unfinished trials resumable (``ray.tune.tune._setup_signal_catching``, Ray 2.60).
-    False where Tune installed no handler (a Tune loop outside the main thread)."""
-    if not callable(signal.getsignal(signal.SIGUSR1)):
-        return False
-    os.kill(os.getpid(), signal.SIGUSR1)
-    return True
 
 
 class StorageGuard(Callback):
@@ -214,7 +203,7 @@ class StorageGuard(Callback):
         if self.reason:
             return
         self.reason = (
-            f"--storage {self.storage} is full: {why}; {self.need.describe()}. Free space, then continue "
+            f"--storage {self.storage} is full: {why}; {self.need.text()}. Free space, then continue "
             f"with: {self.resume}"
         )
         STOPPED[str(self.path or self.storage)] = self.reason

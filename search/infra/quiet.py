@@ -1,4 +1,4 @@
-"""What the console of ``python -m search.run`` shows: our progress, not library chatter.
+"""Library notices kept off the console (``--verbose`` shows them): Ray, Tune, Optuna, MLflow chatter.
 
 Ray, Tune, Optuna and MLflow log notices a user cannot act on (a local Ray started,
 checkpoints written, state snapshots "may become a bottleneck", database tables

@@ -28,7 +28,7 @@ def fits(shape: Shape, request: Shape) -> bool:
     return all(shape.get(k, 0.0) >= v for k, v in request.items() if v > 0)
 
 
-def describe(shape: Shape) -> str:
+def shape_text(shape: Shape) -> str:
     return "/".join(f"{shape.get(k, 0.0):g} {k}" for k in ("CPU", "GPU"))
 
 
@@ -87,10 +87,10 @@ def check_request(
         )
         if not alone
     ]
-    counted = Counter(describe(n) for n in nodes)
+    counted = Counter(shape_text(n) for n in nodes)
     live = ", ".join(f"{count} x {shape}" for shape, count in counted.items()) or "none"
-    scaled = ", ".join(f"{name} ({describe(t)})" for name, t in types.items() if t is not None)
+    scaled = ", ".join(f"{name} ({shape_text(t)})" for name, t in types.items() if t is not None)
     raise ConfigError(
-        f"{' '.join(flags)}: no node of this Ray cluster can ever run a trial ({describe(request)}); "
+        f"{' '.join(flags)}: no node of this Ray cluster can ever run a trial ({shape_text(request)}); "
         f"nodes: {live}; autoscaler node types: {scaled or 'none'}"
     )

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from search.study.names import resume_command
+from search.tracking.outcome import TUNE_ENDED
 from search.tracking.records import END_REASON, RESUME_TAG, STATUS_TAG
 from search.tracking.sink import open_trial_runs
 from search.tracking.spool import Spool
@@ -150,9 +151,7 @@ def saved_unfinished(tune_path: str) -> set[str] | None:
     try:
         if not tune.Tuner.can_restore(tune_path):
             return None
-        return {
-            t.trial_id for t in tune.ExperimentAnalysis(tune_path).trials if t.status not in ("TERMINATED", "ERROR")
-        }
+        return {t.trial_id for t in tune.ExperimentAnalysis(tune_path).trials if t.status not in TUNE_ENDED}
     except Exception:  # an unreadable state or object store: nothing we can promise
         return None
 

@@ -1,4 +1,4 @@
-"""What the console shows of a study: one line per finished trial, with its config and score,
+"""A study's own progress on the console: one line per finished trial, with its config and score,
 and a status line a minute (trials by state, the best completed trial with its seed spread).
 """
 
@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from ray.tune import Callback, ProgressReporter
 
-from search.tracking.outcome import COMPLETED, FAILED, PRUNED, outcome
+from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
 
 
@@ -34,10 +34,10 @@ class TrialLines(Callback):
             self.on_trial_error(iteration, trials, trial)
             return
         status = status if status == COMPLETED else f"pruned@{int(result.get('epoch', 0))}"
-        self._print(f"{tag(trial)} {status:<10} objective={score_text(result, self.objective)}  {describe(trial)}")
+        self._print(f"{tag(trial)} {status:<10} objective={score_text(result, self.objective)}  {trial_text(trial)}")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
-        self._print(f"{tag(trial)} {'failed':<10} {describe(trial)}: {error_reason(trial)}")
+        self._print(f"{tag(trial)} {'failed':<10} {trial_text(trial)}: {error_reason(trial)}")
 
 
 def tag(trial) -> str:
@@ -46,7 +46,7 @@ def tag(trial) -> str:
     return f"[t{number:02d}]" if number is not None else f"[{trial.trial_id}]"
 
 
-def describe(trial) -> str:
+def trial_text(trial) -> str:
     """``t03 sst2+pos square lr=3e-05 wu=0.1``: the run name and what it leaves out."""
     train = trial.config.get("train", {})
     extra = " ".join(f"{short}={train[key]:.2g}" for key, short in (("lr", "lr"), ("warmup", "wu")) if key in train)
@@ -94,7 +94,7 @@ def status_line(
     """``[study 12:03] 6/6 trials: 1 running (t05 epoch 1/2), 2 completed, 3 pruned, 0 failed |
     best completed: t00 baseline objective=0.6296 ± 0.0020``."""
     running = [t for t in trials if t.status == "RUNNING"]
-    finished = [t for t in trials if t.status in ("TERMINATED", "ERROR")]
+    finished = [t for t in trials if t.status in TUNE_ENDED]
     outcomes = [(t, outcome(t, max_epochs)) for t in finished]
     counts = Counter(status for _, status in outcomes)
     waiting = len(trials) - len(running) - len(finished)

@@ -60,7 +60,7 @@ def how_it_ended(cfg: SearchConfig, launch: Launch, end: StudyEnd) -> dict[str, 
     from ray import tune
 
     from search.infra import disk
-    from search.tracking.outcome import FAILED, outcome
+    from search.tracking.outcome import FAILED, TUNE_ENDED, outcome
 
     storage, name, spool = storage_path(cfg.storage), launch.name, launch.spool
     if full := disk.stop_reason(storage, name):  # stopped for a full disk, as Ctrl-C stops a study: resumable
@@ -74,7 +74,7 @@ def how_it_ended(cfg: SearchConfig, launch: Launch, end: StudyEnd) -> dict[str, 
     # unless the searcher ran out of new configs
     exhausted = space_exhausted(cfg.optuna_storage, name)
     never_created = 0 if exhausted else max(0, launch.invocation.trials - len(statuses))
-    unfinished = sum(1 for s in statuses if s not in ("TERMINATED", "ERROR")) + never_created
+    unfinished = sum(1 for s in statuses if s not in TUNE_ENDED) + never_created
     errors = sum(outcome(t, launch.invocation.epochs) == FAILED for t in saved)  # diverged trials too
     if spool.gave_up:
         end.stopped(f"tracking server unreachable for {cfg.tracking_grace:g} s", wait_s=0)

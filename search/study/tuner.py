@@ -1,4 +1,5 @@
-"""TODO docstring"""
+"""The Ray Tune ``Tuner`` of a study: a new one (searcher, ASHA, parent MLflow run, callbacks) or
+one restored by ``--resume`` from the state Tune saved, with the original invocation's data."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from search.infra.storage import storage_path
 from search.study.config import SearchConfig
 from search.study.ending import StudyEnd, tracking_unavailable
+from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name, latest_experiment, resume_command, warn_ignored_on_resume
 from search.study.prepare import Prepared, ready
 from search.tracking import records as rec
@@ -100,6 +102,7 @@ def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
         resume_command(cfg.study, name),
         resuming=True,
     )  # the check only: the guard is restored with the experiment
+    accept_saved_before_rooms()
     tuner = tune.Tuner.restore(path, trainable=trainable_of(cfg, prep), resume_unfinished=True, resume_errored=False)
     end.reopened(spool, name, path, cfg.optuna_storage)
     return Launch(name, path, tuner, spool, started)
@@ -108,13 +111,10 @@ def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
 def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     """A new study: its Optuna searcher (the baseline or the thesis grid first), ASHA, the
     parent MLflow run with the invocation, and the callbacks that log, print and guard the disk."""
-    import optuna
     from ray import tune
 
     from search.infra import disk
     from search.study.progress import StudyStatus, TrialLines
-    from search.study.scheduler import BaselineKeepingASHA
-    from search.study.searcher import CanonicalOptunaSearch
     from search.tracking.runs import start_parent_run
     from search.tracking.sink import spool_path, study_spool
     from search.tracking.tracker import MLflowTracker
@@ -123,44 +123,15 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     name = cfg.name or f"{cfg.study}-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
     check_new_name(cfg, name, storage)
     prep = ready(cfg)
-    study, preset, base, objective = prep.study, prep.preset, prep.base, prep.objective
-    points = thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
-    for key, (preset_value, moved) in baseline_moves(study, base).items():
-        logger.warning(
-            "the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
-            "(the report says so too)",
-            key,
-            moved,
-            preset_value,
-            key,
-        )
-    trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+    points = first_points(cfg, prep)
+    trials = len(points) if cfg.search == "grid" else (cfg.trials or prep.preset.trials)
     path = f"{storage}/{name}"
     invocation = cfg.invocation(path, trials)
-    seeds = list(invocation.seeds)
-    guard = disk.guard(storage, name, base, len(seeds), trials, cfg.max_concurrent, resume_command(cfg.study, name))
-    sampler = (
-        optuna.samplers.RandomSampler(seed=cfg.search_seed)
-        if cfg.search == "random"
-        else optuna.samplers.TPESampler(seed=cfg.search_seed)
+    seeds, objective, epochs = list(invocation.seeds), prep.objective, prep.base.epochs
+    guard = disk.guard(
+        storage, name, prep.base, len(seeds), trials, cfg.max_concurrent, resume_command(cfg.study, name)
     )
-    searcher = CanonicalOptunaSearch(
-        study,
-        base,
-        base.epochs,
-        metric=objective,
-        mode=invocation.mode,
-        points_to_evaluate=points,
-        sampler=sampler,
-        study_name=name,
-        storage=optuna.storages.RDBStorage(cfg.optuna_storage),
-    )
-    scheduler = BaselineKeepingASHA(
-        time_attr="training_iteration",
-        max_t=base.epochs,
-        grace_period=cfg.grace_period or preset.grace_period,
-        reduction_factor=cfg.reduction_factor or preset.reduction_factor,
-    )
+    searcher = searcher_of(cfg, prep, name, invocation.mode, points)
     parent = start_parent_run(cfg.tracking_uri, cfg.study, name, invocation.to_params())
     spool = study_spool(spool_path(path), cfg.tracking_uri, parent, cfg.tracking_grace)
     end.opened(spool, name, path, cfg.optuna_storage)
@@ -172,7 +143,7 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
             metric=objective,
             mode=invocation.mode,
             search_alg=searcher,
-            scheduler=scheduler,
+            scheduler=scheduler_of(cfg, prep),
             num_samples=trials,
             max_concurrent_trials=cfg.max_concurrent,
             trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
@@ -183,12 +154,63 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
             failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             callbacks=[
-                MLflowTracker(cfg.tracking_uri, parent, base.epochs, seeds, objective=objective, spool=str(spool.path)),
-                TrialLines(objective, base.epochs),
+                MLflowTracker(cfg.tracking_uri, parent, epochs, seeds, objective=objective, spool=str(spool.path)),
+                TrialLines(objective, epochs),
                 guard,
             ],
-            progress_reporter=StudyStatus(objective, base.epochs),
+            progress_reporter=StudyStatus(objective, epochs),
             verbose=1,
         ),
     )
     return Launch(name, path, tuner, spool, invocation)
+
+
+def first_points(cfg: SearchConfig, prep: Prepared) -> list[dict[str, Any]]:
+    """What the searcher tries first: the thesis grid (``--search grid``), else the baseline alone."""
+    study, base = prep.study, prep.base
+    for key, (preset_value, moved) in baseline_moves(study, base).items():
+        logger.warning(
+            "the baseline trains with %s %g, not the preset's %g: moved into the study's %s range "
+            "(the report says so too)",
+            key,
+            moved,
+            preset_value,
+            key,
+        )
+    return thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
+
+
+def searcher_of(cfg: SearchConfig, prep: Prepared, name: str, mode: str, points: list[dict[str, Any]]):
+    """Optuna (TPE or random, seeded) behind the canonical-config searcher, in the study's Optuna storage."""
+    import optuna
+
+    from search.study.searcher import CanonicalOptunaSearch
+
+    sampler = (
+        optuna.samplers.RandomSampler(seed=cfg.search_seed)
+        if cfg.search == "random"
+        else optuna.samplers.TPESampler(seed=cfg.search_seed)
+    )
+    return CanonicalOptunaSearch(
+        prep.study,
+        prep.base,
+        prep.base.epochs,
+        metric=prep.objective,
+        mode=mode,
+        points_to_evaluate=points,
+        sampler=sampler,
+        study_name=name,
+        storage=optuna.storages.RDBStorage(cfg.optuna_storage),
+    )
+
+
+def scheduler_of(cfg: SearchConfig, prep: Prepared):
+    """ASHA over epochs that never stops the baseline; the preset's rungs unless overridden."""
+    from search.study.scheduler import BaselineKeepingASHA
+
+    return BaselineKeepingASHA(
+        time_attr="training_iteration",
+        max_t=prep.base.epochs,
+        grace_period=cfg.grace_period or prep.preset.grace_period,
+        reduction_factor=cfg.reduction_factor or prep.preset.reduction_factor,
+    )

@@ -11,6 +11,7 @@ from typing import Any
 from trainables.results import DIVERGED
 
 COMPLETED, PRUNED, FAILED = "completed", "pruned", "failed"
+TUNE_ENDED = ("TERMINATED", "ERROR")  # Tune trial statuses that end a trial (any other may still run)
 
 
 def outcome_of(result: Mapping[str, Any] | None, max_epochs: int, errored: bool = False) -> str:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import math
-import signal
 from typing import Any
 
 from ray.tune import Callback
 from ray.tune.result import SHOULD_CHECKPOINT
 
+from search.infra.interrupt import interrupt_tune
 from search.tracking import records as rec
 from search.tracking.outcome import FAILED, outcome_of
 from search.tracking.records import CONFIG_ARTIFACT, END_REASON, RESUME_TAG, STATUS_TAG, TrialParams
@@ -118,9 +118,8 @@ class MLflowTracker(Callback):
             self._stopping = True
             # Tune's notices name Ctrl-C and Tuner.restore; the runner's one line says what happened and what to do
             logging.getLogger("ray.tune.tune").setLevel(logging.CRITICAL)
-            # Tune's graceful stop, as on Ctrl-C: state saved, trials resumable. No public API stops a Tuner
-            # resumably; tune.run handles SIGUSR1 as it does SIGINT (checked against Ray 2.60)
-            signal.raise_signal(signal.SIGUSR1)
+            # Tune's graceful stop, as on Ctrl-C: state saved, trials resumable
+            interrupt_tune()
 
     def on_trial_start(self, iteration, trials, trial, **info) -> None:
         self._start(trial)

@@ -1,0 +1,33 @@
+"""Tune experiments saved before ``search/`` was split into rooms, restorable by ``--resume``.
+
+``Tuner.restore`` unpickles the searcher, scheduler and callbacks that ``search.run`` gave the
+Tuner, by the module paths they had when the study started. Before the split those were flat
+modules (``search.searcher``, ``search.tracking``, ...); this maps them onto the new ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# module of a study saved before the split -> where its pickled classes live now
+MOVED = {
+    "search.searcher": "search.study.searcher",
+    "search.scheduler": "search.study.scheduler",
+    "search.progress": "search.study.progress",
+    "search.disk": "search.infra.disk",
+    "search.outcome": "search.tracking.outcome",
+}
+# a flat module that became a package of the same name: the classes it held, by their new module
+BECAME_PACKAGES = {"search.tracking": {"MLflowTracker": "search.tracking.tracker"}}
+
+
+def accept_saved_before_rooms() -> None:
+    """Make the old module paths resolve (once, in the driver, just before ``Tuner.restore``)."""
+    for old, new in MOVED.items():
+        sys.modules.setdefault(old, importlib.import_module(new))
+    for package, names in BECAME_PACKAGES.items():
+        module = importlib.import_module(package)
+        for name, new in names.items():
+            if not hasattr(module, name):
+                setattr(module, name, getattr(importlib.import_module(new), name))
