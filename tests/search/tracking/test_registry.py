@@ -15,7 +15,7 @@ import pytest
 from search.tracking.registry import log_winner
 from trainables.model import load_tokenizer
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SENTENCES = ["The bread is top notch as well.", "Service was slow but the food was great."]
 
 
