@@ -1,4 +1,6 @@
-"""TODO docstring"""
+"""The final comparison itself: per primary test metric the paired difference over the same seeds,
+its interval and verdict (:mod:`search.answer.stats`), as Markdown (``final.md``) and CSV (``final.csv``).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO docstring"""
+"""The two sides of the final comparison, chosen on dev from the trial table, and their per-seed
+scores, configs and checkpoints as MLflow and Tune recorded them.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO docstring"""
+"""The search's dev ranking for ``report.md``: the top trials and the baseline with Δ against it and its
+paired interval over seeds, the majority floor, and the published single runs beside them.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TODO docstring"""
+"""The model a study hands over: of winner and baseline, the one with the better dev mean over the
+final seeds, from its best-dev seed's checkpoint, logged and registered as ``<study>-best``.
+"""
 
 from __future__ import annotations
 

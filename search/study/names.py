@@ -1,4 +1,6 @@
-"""TODO docstring"""
+"""A study invocation's name: a new one must be free in Tune, Optuna and MLflow; ``--resume`` finds
+the latest; the command that continues it.
+"""
 
 from __future__ import annotations
 

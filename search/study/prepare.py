@@ -1,4 +1,6 @@
-"""TODO docstring"""
+"""A study checked and made ready before any trial: preset chosen, tasks and metric validated, every
+task's data tokenized once, the majority floor, then Ray joined.
+"""
 
 from __future__ import annotations
 
