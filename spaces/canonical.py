@@ -129,10 +129,14 @@ def task_label(spec: str) -> str:
     return f"{base}{sep}{Path(option).stem}" if Path(option).suffix else spec
 
 
-def describe(config: TrainConfig) -> str:
-    """A short human label: ``semeval+sst2+pos anneal(c=0.50) lr=2e-05 wu=0.10 bs=24``."""
+def config_label(config: TrainConfig) -> str:
+    """A config's short human label: ``semeval+sst2+pos anneal(c=0.5) lr=2e-05 wu=0.1 bs=24``
+    (the label part of :func:`canonical_key`; a registered model's ``label`` tag)."""
     tasks = "+".join(map(task_label, config.tasks))
     return f"{tasks} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+
+
+describe = config_label  # the old name, until search/model.py imports config_label; then remove
 
 
 def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
@@ -156,7 +160,7 @@ def canonical_key(config: TrainConfig) -> str:
         if fields[later] == TrainConfig.__dataclass_fields__[later].default:
             fields.pop(later)
     digest = hashlib.sha1(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    return f"{describe(c)} #{digest}"
+    return f"{config_label(c)} #{digest}"
 
 
 def baseline_choices(study: Study, base: TrainConfig | None = None) -> dict[str, Any]:
