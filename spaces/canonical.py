@@ -22,6 +22,7 @@ from typing import Any
 
 from spaces.studies import THESIS_SCHEMAS, Study
 from trainables.config import TIERS, SamplingConfig, TrainConfig
+from trainables.tasks import declared_name
 
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
 EXPONENTS = {schema: a for a, schema in NAMED_EXPONENTS.items()}
@@ -124,9 +125,10 @@ def schema_label(config: TrainConfig, digits: int = 3) -> str:
 
 
 def task_label(spec: str) -> str:
-    """A task spec as labels show it: a file option by its stem (``csv:/data/topics.json`` -> ``csv:topics``)."""
-    base, sep, option = spec.partition(":")
-    return f"{base}{sep}{Path(option).stem}" if Path(option).suffix else spec
+    """A task spec as labels show it: a task from a file by its declared name (``csv:/data/topics/task.json``
+    -> ``topics``, the file's ``name``); any other as written (``semeval:NLI_M``: the construction tells
+    configs apart, and canonical keys recorded before stay the same)."""
+    return declared_name(spec) if Path(spec.partition(":")[2]).suffix else spec
 
 
 def config_label(config: TrainConfig) -> str:
