@@ -22,6 +22,7 @@ from typing import Any
 
 from spaces.studies import THESIS_SCHEMAS, Study
 from trainables.config import TIERS, SamplingConfig, TrainConfig
+from trainables.tasks import declared_name
 
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
 EXPONENTS = {schema: a for a, schema in NAMED_EXPONENTS.items()}
@@ -124,15 +125,20 @@ def schema_label(config: TrainConfig, digits: int = 3) -> str:
 
 
 def task_label(spec: str) -> str:
-    """A task spec as labels show it: a file option by its stem (``csv:/data/topics.json`` -> ``csv:topics``)."""
-    base, sep, option = spec.partition(":")
-    return f"{base}{sep}{Path(option).stem}" if Path(option).suffix else spec
+    """A task spec as labels show it: a task from a file by its declared name (``csv:/data/topics/task.json``
+    -> ``topics``, the file's ``name``); any other as written (``semeval:NLI_M``: the construction tells
+    configs apart, and canonical keys recorded before stay the same)."""
+    return declared_name(spec) if Path(spec.partition(":")[2]).suffix else spec
 
 
-def describe(config: TrainConfig) -> str:
-    """A short human label: ``semeval+sst2+pos anneal(c=0.50) lr=2e-05 wu=0.10 bs=24``."""
+def config_label(config: TrainConfig) -> str:
+    """A config's short human label: ``semeval+sst2+pos anneal(c=0.5) lr=2e-05 wu=0.1 bs=24``
+    (the label part of :func:`canonical_key`; a registered model's ``label`` tag)."""
     tasks = "+".join(map(task_label, config.tasks))
     return f"{tasks} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+
+
+describe = config_label  # the old name, until search/model.py imports config_label; then remove
 
 
 def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
@@ -156,7 +162,7 @@ def canonical_key(config: TrainConfig) -> str:
         if fields[later] == TrainConfig.__dataclass_fields__[later].default:
             fields.pop(later)
     digest = hashlib.sha1(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:10]
-    return f"{describe(c)} #{digest}"
+    return f"{config_label(c)} #{digest}"
 
 
 def baseline_choices(study: Study, base: TrainConfig | None = None) -> dict[str, Any]:

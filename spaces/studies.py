@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from trainables.config import DEFAULT_MODEL, PRECISIONS, ConfigError
 
@@ -169,9 +168,9 @@ class Study:
     def primary_name(self) -> str:
         """The primary task's name, which prefixes its metric keys (``semeval:NLI_M`` -> ``semeval``;
         a ``csv:`` task's, from its config file)."""
-        from trainables.tasks import get_task  # reads a csv: task's config file, no data
+        from trainables.tasks import declared_name  # reads a csv: task's config file, no data
 
-        return get_task(self.primary, Path(".")).name
+        return declared_name(self.primary)
 
     @property
     def objective(self) -> str:

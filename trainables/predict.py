@@ -3,24 +3,27 @@
 ``save_model_dir`` writes what :class:`Predictor` needs and nothing else: the flat
 training config (``train_config.json``), the encoder's ``transformers`` config and
 tokenizer (``encoder/``), the model's weights (``model.pt``, a plain state dict that
-loads with ``weights_only=True``) and copies of task config files (``tasks/``, e.g. a
-``csv:`` task's JSON). Loading rebuilds the encoder from its config, so no hub access
-and no pretrained weights are needed.
+loads with ``weights_only=True``), the model's tasks by their declared names
+(``tasks.json``: name -> the spec to build the task from) and copies of task config files
+(``tasks/``, e.g. a ``csv:`` task's JSON). Loading rebuilds the encoder from its config, so
+no hub access and no pretrained weights are needed.
 
-``python -m trainables.predict --model MODEL --input sentences.txt --out predictions.jsonl``
-predicts one JSON object per non-empty input line. MODEL is such a directory or an MLflow
-model URI (``models:/absa-best/1``, ``runs:/<run>/model``), which is downloaded first (MLflow
-is imported only then).
+``python -m trainables.predict --model MODEL_DIR --input sentences.txt --out predictions.jsonl``
+predicts one JSON object per non-empty input line. Only a local directory is read here (the
+core runs without MLflow); ``python -m search.predict`` takes an MLflow model URI
+(``models:/absa-best/1``, ``runs:/<run>/model``), downloads it and calls :func:`main` with its
+resolver.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
 import pickle
 import shutil
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,11 +36,11 @@ from trainables.cli import ArgumentParser, atomic_write, run_main, setup_logging
 from trainables.config import ConfigError, TrainConfig
 from trainables.loop import predict_probs, resolve_device
 from trainables.model import MultitaskModel, default_summary, resolve_model_path
-from trainables.tasks import DataError, Example, Task, get_task
+from trainables.tasks import DataError, Example, Task, declared_name, get_task
 
 logger = logging.getLogger(__name__)
 CONFIG_FILE = "train_config.json"
-TASKS_FILE = "tasks.json"  # task spec -> the spec to instantiate it from (task files copied under tasks/)
+TASKS_FILE = "tasks.json"  # task name -> the spec to build it from (task files copied under tasks/)
 MODEL_FILE = "model.pt"
 ENCODER_DIR = "encoder"
 REQUIRED = (CONFIG_FILE, TASKS_FILE, MODEL_FILE, f"{ENCODER_DIR}/config.json")
@@ -85,7 +88,8 @@ def save_model_dir(out_dir: str | Path, checkpoint: Path | dict, config: TrainCo
 
 
 def copy_task_files(specs: Sequence[str], out: Path) -> dict[str, str]:
-    """Spec -> spec to load it by; an option naming a file (``csv:task.json``) points at a copy."""
+    """Declared name -> spec to load the task by, in ``specs``' order; an option naming a file
+    (``csv:task.json``) points at a copy."""
     loadable = {}
     for spec in specs:
         base, _, option = spec.partition(":")
@@ -93,20 +97,33 @@ def copy_task_files(specs: Sequence[str], out: Path) -> dict[str, str]:
             target = Path("tasks") / f"{hashlib.sha1(option.encode()).hexdigest()[:12]}-{Path(option).name}"
             (out / target).parent.mkdir(exist_ok=True)
             shutil.copy(option, out / target)
-            loadable[spec] = f"{base}:{target.as_posix()}"  # relative to the model directory
+            loadable[declared_name(spec)] = f"{base}:{target.as_posix()}"  # relative to the model directory
         else:
-            loadable[spec] = spec
+            loadable[declared_name(spec)] = spec
     return loadable
 
 
 class Predictor:
-    """A loaded model directory: raw text in, one prediction dict per input out."""
+    """A loaded model directory: raw text in, one prediction dict per input out.
+
+    ``tasks`` are keyed by their declared names (``semeval``, a ``csv:`` task's ``name``);
+    ``specs`` maps each name to its spec as trained, which keys the model's head.
+    """
 
     def __init__(
-        self, model: MultitaskModel, tasks: dict[str, Task], tokenizer, config: TrainConfig, device: torch.device
+        self,
+        model: MultitaskModel,
+        tasks: dict[str, Task],
+        specs: dict[str, str],
+        tokenizer,
+        config: TrainConfig,
+        device: torch.device,
     ) -> None:
-        self.model, self.tasks, self.tokenizer, self.config, self.device = model, tasks, tokenizer, config, device
+        self.model, self.tasks, self.specs, self.tokenizer = model, tasks, specs, tokenizer
+        self.config, self.device = config, device
         self.padding = Padding.of(tokenizer)
+        self.names = {spec: name for name, spec in specs.items()}
+        self.primary = self.names[config.primary]
 
     @classmethod
     def load(cls, path: str | Path, device: str = "cpu") -> Predictor:
@@ -120,10 +137,9 @@ class Predictor:
                 f"(expected {', '.join(REQUIRED)}, as trainables.predict.save_model_dir writes)"
             )
         config = TrainConfig.from_dict(json.loads((root / CONFIG_FILE).read_text()))
-        specs = json.loads((root / TASKS_FILE).read_text())
-        tasks = {spec: load_task(spec, specs.get(spec, spec), root, config) for spec in config.tasks}
+        tasks, specs = load_tasks(root, config)
         encoder = AutoModel.from_config(AutoConfig.from_pretrained(root / ENCODER_DIR))
-        heads = {spec: (task.num_labels, task.kind) for spec, task in tasks.items()}
+        heads = {specs[name]: (task.num_labels, task.kind) for name, task in tasks.items()}
         # save_model_dir records the summary it trained with; older directories hold None there
         model = MultitaskModel(
             encoder, heads, config.encoder.summary or default_summary(encoder.config), config.encoder.dropout
@@ -131,11 +147,12 @@ class Predictor:
         model.load_state_dict(torch.load(root / MODEL_FILE, map_location="cpu", weights_only=True))
         target = resolve_device(device)
         tokenizer = AutoTokenizer.from_pretrained(root / ENCODER_DIR, use_fast=True)
-        return cls(model.to(target).eval(), tasks, tokenizer, config, target)
+        return cls(model.to(target).eval(), tasks, specs, tokenizer, config, target)
 
     def predict(self, texts: Sequence[str], task: str | None = None) -> list[dict[str, Any]]:
-        """One ``{"input", "task", ...prediction}`` per text; ``task`` defaults to the primary."""
-        name = task or self.config.primary
+        """One ``{"input", "task", ...prediction}`` per text; ``task``, a task's name (or its spec
+        as trained), defaults to the primary."""
+        name = self.names.get(task, task) if task else self.primary
         if name not in self.tasks:
             raise ModelError(f"this model has no task {name!r}: it has {', '.join(self.tasks)}")
         out = []
@@ -178,11 +195,41 @@ class Predictor:
                 None,
                 task.sentence_side,
             )
-            p = predict_probs(self.model, name, data, self.padding, self.config.eval_batch_size, self.device)
+            head = self.specs[name]
+            p = predict_probs(self.model, head, data, self.padding, self.config.eval_batch_size, self.device)
             sizes = [len(rows[i].label) if task.kind == "tagging" else 1 for i in index]  # type: ignore[arg-type]
             for i, part in zip(index, np.split(p, np.cumsum(sizes)[:-1])):
                 out[i] = part
         return out
+
+
+def load_tasks(root: Path, config: TrainConfig) -> tuple[dict[str, Task], dict[str, str]]:
+    """The model directory's tasks by declared name, and each name's spec as trained.
+
+    ``tasks.json`` lists the tasks in ``config.tasks``' order, keyed by name; directories saved
+    before named them by spec.
+    """
+    entries = json.loads((root / TASKS_FILE).read_text())
+    by_spec = set(entries) <= set(config.tasks)  # older directories (or every name its spec)
+    if not by_spec and len(entries) != len(config.tasks):
+        raise ModelError(
+            f"model directory {root}: {TASKS_FILE} lists {len(entries)} tasks, {CONFIG_FILE} {len(config.tasks)}; "
+            "expected one entry per task, in the same order"
+        )
+    if by_spec:
+        rows = [(spec, spec, entries.get(spec, spec)) for spec in config.tasks]
+    else:
+        rows = [(spec, name, loadable) for spec, (name, loadable) in zip(config.tasks, entries.items())]
+    tasks, specs = {}, {}
+    for spec, key, loadable in rows:
+        task = load_task(spec, loadable, root, config)
+        if key not in (spec, task.name):
+            raise ModelError(
+                f"model directory {root}: {TASKS_FILE} entry {key!r} builds task {task.name!r}; "
+                f"expected its entries in the order of the tasks in {CONFIG_FILE}"
+            )
+        tasks[task.name], specs[task.name] = task, spec
+    return tasks, specs
 
 
 def load_task(spec: str, loadable: str, root: Path, config: TrainConfig) -> Task:
@@ -198,35 +245,30 @@ def load_task(spec: str, loadable: str, root: Path, config: TrainConfig) -> Task
 # command line
 
 
-def resolve_model(model: str, tracking_uri: str | None = None) -> Path:
-    """A model directory: ``model`` itself, or an MLflow model URI downloaded (pyfunc artifacts searched)."""
-    if "://" not in model and not model.startswith(("models:/", "runs:/")):
-        root = Path(model)
-        if not root.is_dir():
-            raise ModelError(f"--model {model}: no such directory, expected a model directory or an MLflow URI")
-        return root
-    import mlflow
-    from mlflow.exceptions import MlflowException
+Resolver = Callable[[str, str | None], Path]  # (model URI, tracking URI) -> a local model directory
 
-    if tracking_uri:
-        mlflow.set_tracking_uri(tracking_uri)
-        mlflow.set_registry_uri(tracking_uri)
-    try:
-        root = Path(mlflow.artifacts.download_artifacts(artifact_uri=model))
-    except MlflowException as exc:
+
+def is_model_uri(model: str) -> bool:
+    """An MLflow model URI (``models:/absa-best/1``, ``runs:/ID/model``, ``s3://...``), not a path."""
+    return "://" in model or model.startswith(("models:/", "runs:/"))
+
+
+def model_dir(model: str, tracking_uri: str | None = None, resolve_model: Resolver | None = None) -> Path:
+    """The local model directory ``--model`` names: a directory itself, or a URI passed to ``resolve_model``
+    (``python -m search.predict`` passes MLflow's; the core has none)."""
+    if is_model_uri(model):
+        if resolve_model is None:
+            raise ModelError(
+                f"--model {model}: an MLflow model URI, but trainables.predict reads a model directory only; "
+                f"run python -m search.predict --model {model} --input ... --out ... (it downloads the model first)"
+            )
+        return resolve_model(model, tracking_uri)
+    root = Path(model)
+    if not root.is_dir():
         raise ModelError(
-            f"--model {model}: {str(exc).splitlines()[0]} (tracking URI {mlflow.get_tracking_uri()})"
-        ) from None
-    found = (
-        [root]
-        if (root / CONFIG_FILE).is_file()
-        else [p.parent for p in sorted(root.glob(f"artifacts/*/{CONFIG_FILE}"))]
-    )
-    if len(found) != 1:
-        raise ModelError(
-            f"--model {model}: no model directory in it (expected {CONFIG_FILE} at its root or under artifacts/)"
+            f"--model {model}: no such directory, expected a model directory (an MLflow URI: python -m search.predict)"
         )
-    return found[0]
+    return root
 
 
 def read_inputs(path: Path) -> list[str]:
@@ -251,20 +293,34 @@ def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
-def main() -> int:
-    p = ArgumentParser(prog="python -m trainables.predict", description=__doc__)
+def parse_args(argv: Sequence[str] | None, prog: str) -> argparse.Namespace:
+    p = ArgumentParser(prog=prog, description=__doc__)
     p.add_argument(
-        "--model", required=True, help="model directory, or MLflow URI (models:/absa-best/1, runs:/ID/model)"
+        "--model",
+        required=True,
+        help="model directory (python -m search.predict: also an MLflow URI, models:/absa-best/1, runs:/ID/model)",
     )
     p.add_argument("--input", required=True, type=Path, help="UTF-8 text, one input per non-empty line")
     p.add_argument("--out", required=True, type=Path, help="JSON lines, one prediction per input")
-    p.add_argument("--task", help="task spec of the model (default: its primary task)")
-    p.add_argument("--tracking-uri", help="MLflow tracking URI for models:/ and runs:/ (default: $MLFLOW_TRACKING_URI)")
+    p.add_argument("--task", help="a task of the model, by its name (default: its primary task)")
+    p.add_argument(
+        "--tracking-uri", help="MLflow tracking URI for models:/ and runs:/ URIs (default: $MLFLOW_TRACKING_URI)"
+    )
     p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
-    args = p.parse_args()
+    return p.parse_args(argv)
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    resolve_model: Resolver | None = None,
+    prog: str = "python -m trainables.predict",
+) -> int:
+    """Predict from ``argv`` (default: the command line); ``resolve_model`` turns a model URI into a
+    local directory (an orchestration-side adapter supplies it, with its ``prog`` for messages)."""
+    args = parse_args(argv, prog)
     setup_logging()
     texts = read_inputs(args.input)
-    predictor = Predictor.load(resolve_model(args.model, args.tracking_uri), args.device)
+    predictor = Predictor.load(model_dir(args.model, args.tracking_uri, resolve_model), args.device)
     records = predictor.predict(texts, args.task)
     write_jsonl(args.out, records)
     logger.info("wrote %d predictions of task %s to %s", len(records), records[0]["task"], args.out)

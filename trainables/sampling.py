@@ -102,7 +102,7 @@ class SequentialSampler(TaskSampler):
 
 
 SamplerFactory = Callable[[Sequence[float], int, int, SamplingConfig], TaskSampler]
-SCHEMAS: dict[str, SamplerFactory] = {
+SAMPLERS: dict[str, SamplerFactory] = {  # schema -> its sampler
     "sequential": lambda w, e, s, c: SequentialSampler(w, e, s),
     "random": lambda w, e, s, c: PowerSampler(w, e, s, exponent=0.0),
     "prop": lambda w, e, s, c: PowerSampler(w, e, s, exponent=1.0),
@@ -115,7 +115,7 @@ SCHEMAS: dict[str, SamplerFactory] = {
 
 def make_sampler(config: SamplingConfig, weights: Sequence[float], epochs: int, seed: int) -> TaskSampler:
     """The sampler for ``config.schema`` over tasks with importance ``weights``."""
-    return SCHEMAS[config.schema](weights, epochs, seed, config)
+    return SAMPLERS[config.schema](weights, epochs, seed, config)
 
 
 def steps_per_epoch(batches_per_task: Sequence[int]) -> int:

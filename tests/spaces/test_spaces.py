@@ -1,7 +1,20 @@
+import json
+from pathlib import Path
+
 import optuna
 import pytest
 
-from spaces import apply_choices, baseline_choices, canonical, canonical_key, define_space, get_study, thesis_grid
+from spaces import (
+    apply_choices,
+    baseline_choices,
+    canonical,
+    canonical_key,
+    config_label,
+    define_space,
+    get_study,
+    run_name,
+    thesis_grid,
+)
 from spaces.studies import Range, Study
 from trainables.config import ConfigError, SamplingConfig, TrainConfig
 
@@ -48,6 +61,48 @@ def test_equal_weights_make_every_exponent_uniform():
         assert canonical_key(c) == canonical_key(equal)
     seq = TrainConfig(tasks=equal.tasks, primary="semeval", sampling=SamplingConfig(schema="sequential"))
     assert canonical_key(seq) != canonical_key(equal)
+
+
+def test_builtin_keys_are_as_recorded():
+    # studies recorded these keys: a resumed study deduplicates against them
+    assert key(("sst2",), "sequential") == "semeval+sst2 sequential lr=2e-05 wu=0.1 bs=24 #e5945b99e5"
+    assert (
+        key(("pos", "sentihood"), "anneal", anneal_c=0.4, lr=3e-5)
+        == "semeval+pos+sentihood anneal(c=0.4) lr=3e-05 wu=0.1 bs=24 #9690b82800"
+    )
+    nli = TrainConfig(
+        tasks=("semeval:NLI_M", "sst2", "sentihood:NLI_M"),
+        primary="semeval:NLI_M",
+        sampling=SamplingConfig(schema="power", exponent=1.3),
+    )
+    assert canonical_key(nli) == "semeval:NLI_M+sst2+sentihood:NLI_M power(a=1.3) lr=2e-05 wu=0.1 bs=24 #fdca6cb611"
+    assert canonical_key(nli).startswith(config_label(canonical(nli)) + " #")
+
+
+def csv_task(folder: Path, name: str) -> str:
+    """The spec of a ``csv:`` task declared as ``name`` in ``folder/task.json`` (its data is never read)."""
+    folder.mkdir()
+    config = {"name": name, "labels": ["a", "b"], "train": "train.csv", "dev": "dev.csv", "test": "test.csv"}
+    (folder / "task.json").write_text(json.dumps(config))
+    return f"csv:{folder / 'task.json'}"
+
+
+def test_csv_tasks_are_labelled_by_their_declared_names(tmp_path):
+    # a study of three task files that share a file name: only the names they declare tell them apart
+    reviews, tags, pairs = (csv_task(tmp_path / name, name) for name in ("reviews", "tags", "pairs"))
+    study = Study("mine", reviews, (tags, pairs), "acc")
+    base = TrainConfig(tasks=(reviews,), primary=reviews, epochs=2)
+    both = canonical(
+        apply_choices(base, {f"aux/{tags}": True, f"aux/{pairs}": True, "schema": "power", "exponent": 5.2}, study)
+    )
+    one = canonical(apply_choices(base, {f"aux/{tags}": False, f"aux/{pairs}": True, "schema": "sqrt"}, study))
+    assert run_name(2, both, False) == "t02 tags+pairs power(a=5.2)"
+    assert run_name(3, one, False) == "t03 pairs sqrt"
+    assert run_name(0, base, True) == "t00 baseline"
+    assert config_label(both) == "reviews+tags+pairs power(a=5.2) lr=2e-05 wu=0.1 bs=24"
+    assert canonical_key(both).startswith("reviews+tags+pairs power(a=5.2) lr=2e-05 wu=0.1 bs=24 #")
+    assert both.tasks == (reviews, tags, pairs)  # the config keeps the specs: they name the files
+    assert study.primary_name == "reviews" and study.objective == "reviews/dev/acc/mean"
 
 
 def test_anneal_over_one_epoch_is_prop():

@@ -1,4 +1,6 @@
 import json
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -10,7 +12,7 @@ import pytest
 from trainables.cli import run_main
 from trainables.config import TrainConfig
 from trainables.model import load_tokenizer
-from trainables.predict import BAD_INPUT, CONFIG_FILE, MODEL_FILE, Predictor, main, save_model_dir
+from trainables.predict import BAD_INPUT, CONFIG_FILE, MODEL_FILE, TASKS_FILE, Predictor, main, save_model_dir
 from trainables.tasks import DataError, get_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,3 +168,91 @@ def test_bad_input_is_one_line_and_exit_2(model_dir, tmp_path, monkeypatch, caps
         env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
     )
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "missing tasks.json" in r.stderr, r.stderr
+
+
+def test_core_predicts_without_mlflow(model_dir, tmp_path):
+    (tmp_path / "in.txt").write_text("Great food.\n")
+    args = ["--model", str(model_dir), "--input", str(tmp_path / "in.txt"), "--out", str(tmp_path / "p.jsonl")]
+    code = (
+        "import sys\n"
+        "from trainables.predict import main\n"
+        f"assert main({args!r}) == 0\n"
+        "print(sorted(m for m in ('mlflow', 'ray') if m in sys.modules))\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.splitlines()[-1] == "[]" and len((tmp_path / "p.jsonl").read_text().splitlines()) == 1
+
+
+def test_a_model_uri_needs_the_orchestration_adapter(model_dir, tmp_path, monkeypatch, capsys):
+    (tmp_path / "in.txt").write_text("Great food.\n")
+    args = ["--input", tmp_path / "in.txt", "--out", tmp_path / "p.jsonl"]
+    for uri in ("models:/absa-best/1", "runs:/abc/model", "s3://bucket/model"):
+        code, line = cli(monkeypatch, capsys, "--model", uri, *args)
+        assert code == 2 and line.startswith(f"error: --model {uri}: an MLflow model URI")
+        assert f"python -m search.predict --model {uri} " in line
+    assert not (tmp_path / "p.jsonl").exists()
+    asked = []
+
+    def resolve(uri: str, tracking_uri: str | None) -> Path:
+        asked.append((uri, tracking_uri))
+        return model_dir
+
+    argv = ["--model", "models:/absa-best/1", "--tracking-uri", "sqlite:///m.db", *map(str, args)]
+    assert main(argv, resolve_model=resolve) == 0
+    assert asked == [("models:/absa-best/1", "sqlite:///m.db")]
+    assert json.loads((tmp_path / "p.jsonl").read_text())["task"] == "semeval"
+
+
+def study_tasks(root: Path) -> tuple[str, str, str]:
+    """Three ``csv:`` tasks as a study lays them out, each folder's ``task.json`` declaring its name:
+    reviews (single texts), tags (tagging) and pairs (text pairs)."""
+    files = {
+        "reviews": ("id,text_a,label\n1,good film,pos\n2,bad film,neg\n", "sequence", ["neg", "pos"]),
+        "tags": ("id,text_a,label\n1,the cat,D N\n2,a dog barks,D N V\n", "tagging", ["D", "N", "V"]),
+        "pairs": ("id,text_a,text_b,label\n1,good,film,pos\n2,bad,film,neg\n", "sequence", ["neg", "pos"]),
+    }
+    for name, (rows, kind, labels) in files.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "data.csv").write_text(rows)
+        split = {"train": "data.csv", "dev": "data.csv", "test": "data.csv"}
+        (root / name / "task.json").write_text(json.dumps({"name": name, "kind": kind, "labels": labels, **split}))
+    return tuple(f"csv:{root / name / 'task.json'}" for name in files)  # type: ignore[return-value]
+
+
+def test_csv_tasks_are_known_by_their_declared_names(tiny_bert, tmp_path, monkeypatch, capsys):
+    from trainables.config import EncoderConfig
+    from trainables.model import build_model
+
+    reviews, tags, pairs = study_tasks(tmp_path / "study")
+    config = TrainConfig(tasks=(reviews, tags, pairs), primary=reviews, encoder=EncoderConfig(model=str(tiny_bert)))
+    heads = {reviews: (2, "sequence"), tags: (3, "tagging"), pairs: (2, "sequence")}
+    state = build_model(config.encoder, heads).state_dict()
+    out = save_model_dir(tmp_path / "model", state, config, load_tokenizer(config.encoder))
+    assert list(json.loads((out / TASKS_FILE).read_text())) == ["reviews", "tags", "pairs"]
+    shutil.rmtree(tmp_path / "study")  # the directory holds copies of the task files
+    predictor = Predictor.load(out)
+    [first] = predictor.predict(["a good film"])
+    assert first["task"] == "reviews" and set(first["probabilities"]) == {"neg", "pos"}
+    [tagged] = predictor.predict(["the cat"], "tags")
+    assert tagged["task"] == "tags" and tagged["words"] == ["the", "cat"] and set(tagged["tags"]) <= {"D", "N", "V"}
+    assert predictor.predict(["good\tfilm"], "pairs")[0]["task"] == "pairs"
+    assert predictor.predict(["a good film"], reviews) == [first]  # the spec as trained still names it
+    (tmp_path / "in.txt").write_text("good\tfilm\n")
+    files = ["--model", out, "--input", tmp_path / "in.txt", "--out", tmp_path / "p.jsonl"]
+    assert cli(monkeypatch, capsys, *files, "--task", "pairs")[0] == 0
+    assert json.loads((tmp_path / "p.jsonl").read_text())["task"] == "pairs"
+    assert cli(monkeypatch, capsys, *files, "--task", "nope") == (
+        2,
+        "error: this model has no task 'nope': it has reviews, tags, pairs",
+    )
+    # a directory saved before names its tasks by spec: it loads, and answers by name as well
+    copies = json.loads((out / TASKS_FILE).read_text())
+    (out / TASKS_FILE).write_text(json.dumps(dict(zip(config.tasks, copies.values()))))
+    assert Predictor.load(out).predict(["a good film"], "reviews") == [first]

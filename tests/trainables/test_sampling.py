@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from trainables.config import ConfigError, SamplingConfig, TrainConfig, parse_weights
-from trainables.sampling import SCHEMAS, AnnealSampler, make_sampler, power_distribution, steps_per_epoch
+from trainables.config import SCHEMAS, ConfigError, SamplingConfig, TrainConfig, parse_weights
+from trainables.sampling import SAMPLERS, AnnealSampler, make_sampler, power_distribution, steps_per_epoch
 
 FIXED = {"random": 0.0, "sqrt": 0.5, "prop": 1.0, "square": 2.0}
 
@@ -18,6 +18,10 @@ def test_fixed_exponents_match_thesis_formula(schema, a):
     w = np.array([4.0, 2.0, 1.0])
     p = make_sampler(config(schema), w, epochs=4, seed=0).probabilities(0)
     np.testing.assert_allclose(p, w**a / (w**a).sum())
+
+
+def test_every_schema_has_a_sampler():
+    assert sorted(SAMPLERS) == sorted(SCHEMAS)
 
 
 def test_hand_worked_distributions():
@@ -46,7 +50,7 @@ def test_anneal_with_c_zero_is_prop():
         np.testing.assert_allclose(a.probabilities(e), p.probabilities(e))
 
 
-@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("schema", sorted(SAMPLERS))
 @pytest.mark.parametrize("epoch", [0, 1, 3])
 def test_two_equal_weights_give_one_half(schema, epoch):
     p = make_sampler(config(schema), [2.0, 2.0], epochs=4, seed=0).probabilities(epoch)
@@ -58,7 +62,7 @@ def test_equal_weights_uniform_for_every_exponent(a):
     np.testing.assert_allclose(power_distribution(np.full(3, 2.0), a), [1 / 3] * 3)
 
 
-@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("schema", sorted(SAMPLERS))
 def test_one_task_makes_all_schemas_equal(schema):
     s = make_sampler(config(schema), [4.0], epochs=3, seed=5)
     assert [s.sample(e) for e in range(3) for _ in range(10)] == [0] * 30
@@ -70,7 +74,7 @@ def test_sequential_is_round_robin():
     assert [s.sample(0) for _ in range(7)] == [0, 1, 2, 0, 1, 2, 0]
 
 
-@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("schema", sorted(SAMPLERS))
 def test_seeded_and_resumable(schema):
     a = make_sampler(config(schema), [4.0, 2.0, 1.0], 4, seed=7)
     b = make_sampler(config(schema), [4.0, 2.0, 1.0], 4, seed=7)

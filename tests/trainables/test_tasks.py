@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from trainables.tasks import SPLITS, DataError, get_task, task_names
+from trainables.tasks import SPLITS, DataError, declared_name, get_task, task_names
 
 
 def broken_root(tmp_path: Path, data_dir: Path, rel: str, text: str | None = None) -> Path:
@@ -166,6 +166,27 @@ def test_csv_task(tmp_path):
     assert seq.name == "reviews" and [r.label for r in seq.examples("train")] == [1, 0]
     tag = get_task(f"csv:{tmp_path / 'tag.json'}", tmp_path)
     assert tag.kind == "tagging" and tag.examples("dev")[0].label == (0, 1)
+
+
+def test_declared_name_reads_no_data(tmp_path, monkeypatch):
+    assert [declared_name(s) for s in ("semeval", "semeval:NLI_M", "sentihood:QA_M", "sst2", "pos")] == [
+        "semeval",
+        "semeval",
+        "sentihood",
+        "sst2",
+        "pos",
+    ]
+    assert declared_name(f"csv:{write_csv_task(tmp_path, 'tagging')}") == "tagger"
+    for name in ("reviews", "tags"):  # same relative file, read from each working directory
+        (tmp_path / name).mkdir()
+        config = {"name": name, "labels": ["a"], "train": "absent.csv", "dev": "absent.csv", "test": "absent.csv"}
+        (tmp_path / name / "task.json").write_text(json.dumps(config))
+        monkeypatch.chdir(tmp_path / name)
+        assert declared_name("csv:task.json") == name  # its CSV files need not exist
+    with pytest.raises(DataError, match="unknown task 'sst3'"):
+        declared_name("sst3")
+    with pytest.raises(DataError, match="none.json: cannot read task config"):
+        declared_name(f"csv:{tmp_path / 'none.json'}")
 
 
 def test_semeval_other_constructions(data_dir):

@@ -19,6 +19,7 @@ Who calls what:
 from __future__ import annotations
 
 import abc
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,7 +79,11 @@ class Task(abc.ABC):
         self.configure(option)
 
     def configure(self, option: str | None) -> None:
-        """Apply the part after ``:`` in a task spec (``semeval:NLI_M``); default: none allowed."""
+        """Apply the part after ``:`` in a task spec (``semeval:NLI_M``); default: none allowed.
+
+        Called by ``__init__``; reads no data (a task config file at most): :func:`declared_name`
+        builds a task only to learn its name.
+        """
         if option:
             raise DataError(f"task {self.name!r} takes no option, got {option!r}")
 
@@ -162,3 +167,17 @@ def get_task(name: str, data_dir: Path, protocol: str = PROTOCOLS[0]) -> Task:
     if base not in _REGISTRY:
         raise DataError(f"unknown task {name!r}: expected one of {', '.join(task_names())}")
     return _REGISTRY[base](Path(data_dir), protocol, option or None)
+
+
+def declared_name(spec: str) -> str:
+    """The name a task spec's task declares: ``semeval:NLI_M`` -> ``semeval``; ``csv:reviews/task.json``
+    -> the ``name`` in that file. Metric keys (``reviews/dev/acc``), labels and a model's tasks use it.
+
+    Reads no data; cached per spec and working directory (a relative file is read from there).
+    """
+    return _declared_name(spec, Path.cwd())
+
+
+@functools.lru_cache(maxsize=1024)
+def _declared_name(spec: str, cwd: Path) -> str:
+    return get_task(spec, cwd).name  # the data root is never read: configure reads the spec only

@@ -32,8 +32,9 @@ from typing import Any
 import numpy as np
 
 from trainables import metrics
+from trainables.tasks._absa import AuxiliarySentenceTask
 from trainables.tasks._io import held_out
-from trainables.tasks.base import DataError, Example, Task, label_probabilities, register
+from trainables.tasks.base import DataError, Example, label_probabilities, register
 
 ASPECTS = ("price", "anecdotes", "food", "ambience", "service")
 CATEGORIES = {
@@ -44,7 +45,6 @@ CATEGORIES = {
     "service": "service",
 }
 POLARITIES = ("positive", "neutral", "negative", "conflict", "none")
-CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
 FILES = {"train": "Restaurants_Train.xml", "test": "Restaurants_Test_Gold.xml"}
 
 
@@ -86,19 +86,12 @@ def read_sentences(path: Path) -> list[tuple[str, str, dict[str, str]]]:
 
 
 @register("semeval")
-class SemEval(Task):
+class SemEval(AuxiliarySentenceTask):
     name = "semeval"
+    aspects = ASPECTS
+    polarities = POLARITIES
     source = "https://github.com/HSLCY/ABSA-BERT-pair (data/semeval2014)"
     files = tuple(f"semeval2014/raw/{name}" for name in FILES.values())
-
-    def configure(self, option: str | None) -> None:
-        self.construction = option or "QA_B"
-        if self.construction not in CONSTRUCTIONS:
-            raise DataError(f"semeval construction {option!r}: expected one of {', '.join(CONSTRUCTIONS)}")
-        self.binary = self.construction.endswith("_B")
-        self.labels = ("0", "1") if self.binary else POLARITIES
-        self.group_size = 25 if self.binary else 5  # rows per sentence
-        self.sentence_side = "b" if self.binary else "a"  # Sun et al.: B auxiliary first, M sentence first
 
     def sentences(self, split: str) -> list[tuple[str, str, dict[str, str]]]:
         if split == "test" or (split == "dev" and self.protocol == "thesis"):

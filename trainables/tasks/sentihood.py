@@ -30,12 +30,12 @@ from typing import Any
 import numpy as np
 
 from trainables import metrics
+from trainables.tasks._absa import AuxiliarySentenceTask
 from trainables.tasks._io import label_index, read_rows
-from trainables.tasks.base import DataError, Example, Task, label_probabilities, register
+from trainables.tasks.base import DataError, Example, label_probabilities, register
 
 ASPECTS = ("general", "price", "safety", "transit location")  # as written in the NLI_M files
 POLARITIES = ("None", "Positive", "Negative")
-CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
 RAW_LOCATION = re.compile(r"\bLOCATION([12])\b", re.IGNORECASE)
 LOCATION = re.compile(r"\blocation - ([12])\b")
 TARGET = re.compile(r"^location - ([12]) - (general|price|safety|transit location)$")
@@ -59,21 +59,14 @@ def check_run(rows: list[Row], item: Row, where: str, start: int) -> None:
 
 
 @register("sentihood")
-class Sentihood(Task):
+class Sentihood(AuxiliarySentenceTask):
     name = "sentihood"
+    aspects = ASPECTS
+    polarities = POLARITIES
     source = (
         "https://github.com/Drdajie/QA-B (data/sentihood/bert-pair; made by HSLCY/ABSA-BERT-pair's generate/ scripts)"
     )
     files = tuple(f"sentihood/bert-pair/{split}_NLI_M.tsv" for split in ("train", "dev", "test"))
-
-    def configure(self, option: str | None) -> None:
-        self.construction = option or "QA_B"
-        if self.construction not in CONSTRUCTIONS:
-            raise DataError(f"sentihood construction {option!r}: expected one of {', '.join(CONSTRUCTIONS)}")
-        self.binary = self.construction.endswith("_B")
-        self.labels = ("0", "1") if self.binary else POLARITIES
-        self.group_size = 12 if self.binary else 4  # rows per (sentence, location)
-        self.sentence_side = "b" if self.binary else "a"  # Sun et al.: B auxiliary first, M review first
 
     def rows(self, split: str) -> list[Row]:
         """``(id, review, location k, aspect, gold index)`` in published order."""
