@@ -138,9 +138,6 @@ def config_label(config: TrainConfig) -> str:
     return f"{tasks} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
 
 
-describe = config_label  # the old name, until search/model.py imports config_label; then remove
-
-
 def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
     """A trial's one name (MLflow run, console, Optuna): ``t03 sst2+pos square``, ``t00 baseline``.
 

@@ -92,7 +92,7 @@ class FinalResult:
             lines += [
                 "",
                 f"Model: `{self.model_uri}` ({self.model_of}); "
-                f"`python -m trainables.predict --model {self.model_uri} --input sentences.txt "
+                f"`python -m search.predict --model {self.model_uri} --input sentences.txt "
                 "--out predictions.jsonl`.",
             ]
         return "\n".join(lines) + "\n"

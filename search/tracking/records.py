@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 
-from spaces.canonical import WEIGHTED
+from spaces.canonical import WEIGHTED, task_label
 from trainables.config import ConfigError, TrainConfig
 from trainables.results import FAILURE_REASON, per_seed, seed_key
 
@@ -158,17 +158,19 @@ class TrialParams:
         weighted = multitask and schema in WEIGHTED
         return cls(
             schema=schema,
-            aux="+".join(t for t in config.tasks if t != config.primary) or "none",
+            aux="+".join(task_label(t) for t in config.tasks if t != config.primary) or "none",
             lr=readable(config.lr),
             warmup=readable(config.warmup),
             batch_size=config.batch_size,
             epochs=config.epochs,
             model=config.encoder.model,
-            tasks=",".join(config.tasks),
+            tasks=",".join(map(task_label, config.tasks)),
             seeds=",".join(map(str, seeds)),
             exponent=readable(config.sampling.exponent) if schema == "power" else None,
             anneal_c=readable(config.sampling.anneal_c) if schema == "anneal" else None,
-            weights=",".join(f"{t}={w:g}" for t, w in zip(config.tasks, config.task_weights())) if weighted else None,
+            weights=",".join(f"{task_label(t)}={w:g}" for t, w in zip(config.tasks, config.task_weights()))
+            if weighted
+            else None,
         )
 
     def to_params(self) -> dict[str, str]:

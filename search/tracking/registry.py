@@ -3,7 +3,7 @@
 The pyfunc model wraps :class:`trainables.predict.Predictor` around the model directory
 ``save_model_dir`` writes (the pyfunc artifact ``predictor``). Its input is a DataFrame with
 a ``text`` column and an optional ``task`` column (empty: the primary task); its output is a
-list with one dict per row, the same dicts ``python -m trainables.predict`` writes as JSON
+list with one dict per row, the same dicts ``python -m search.predict`` writes as JSON
 lines, so ``mlflow models serve`` answers ``{"predictions": [{...}, ...]}``.
 """
 
@@ -20,8 +20,9 @@ from typing import Any
 import mlflow
 import pandas as pd
 
-from spaces.canonical import describe
+from spaces.canonical import config_label, task_label
 from trainables.config import TrainConfig
+from trainables.tasks import declared_name
 
 logger = logging.getLogger(__name__)
 
@@ -57,10 +58,10 @@ class WinnerModel(mlflow.pyfunc.PythonModel):
 def version_tags(config: TrainConfig, metrics: dict[str, float], tags: dict[str, str]) -> dict[str, str]:
     """Registered-version tags: the label, every config field (``config.*``), metrics, the seed, ``tags``."""
     out = {
-        "label": describe(config),
+        "label": config_label(config),
         "seed": str(config.seed),
-        "tasks": ",".join(config.tasks),
-        "primary": config.primary,
+        "tasks": ",".join(map(task_label, config.tasks)),
+        "primary": declared_name(config.primary),
         "schema": config.sampling.schema,
     }
     out.update({f"config.{k}": str(v) for k, v in config.to_dict().items() if k not in ("data_dir", "device")})
@@ -71,7 +72,7 @@ def version_tags(config: TrainConfig, metrics: dict[str, float], tags: dict[str,
 
 def describe_version(config: TrainConfig, metrics: dict[str, float], run_id: str) -> str:
     lines = [
-        f"Winning config: {describe(config)} (seed {config.seed}, encoder {config.encoder.model}).",
+        f"Winning config: {config_label(config)} (seed {config.seed}, encoder {config.encoder.model}).",
         f"Trained in run {run_id}.",
         "",
         "| metric | value |",
@@ -177,3 +178,31 @@ def _requirements() -> list[str]:
     from importlib.metadata import version
 
     return [f"{p}=={version(p)}" for p in ("mlflow", "torch", "transformers", "numpy", "pandas")]
+
+
+def fetch_model(model: str, tracking_uri: str | None = None) -> Path:
+    """An MLflow model URI (``models:/absa-best/1``, ``runs:/ID/model``) downloaded to a local model
+    directory for :mod:`trainables.predict` (the pyfunc's artifacts searched for it)."""
+    from mlflow.exceptions import MlflowException
+
+    from trainables.predict import CONFIG_FILE, ModelError
+
+    if tracking_uri:
+        mlflow.set_tracking_uri(tracking_uri)
+        mlflow.set_registry_uri(tracking_uri)
+    try:
+        root = Path(mlflow.artifacts.download_artifacts(artifact_uri=model))
+    except MlflowException as exc:
+        raise ModelError(
+            f"--model {model}: {str(exc).splitlines()[0]} (tracking URI {mlflow.get_tracking_uri()})"
+        ) from None
+    found = (
+        [root]
+        if (root / CONFIG_FILE).is_file()
+        else [p.parent for p in sorted(root.glob(f"artifacts/*/{CONFIG_FILE}"))]
+    )
+    if len(found) != 1:
+        raise ModelError(
+            f"--model {model}: no model directory in it (expected {CONFIG_FILE} at its root or under artifacts/)"
+        )
+    return found[0]

@@ -69,7 +69,7 @@ def test_log_winner_registers_a_model_the_cli_and_the_server_agree_on(tiny_winne
         [
             sys.executable,
             "-m",
-            "trainables.predict",
+            "search.predict",
             "--model",
             model_uri,
             "--input",
