@@ -72,7 +72,8 @@ class FinalResult:
         w, o = self.winner, self.opponent
         earlier = sorted(set(self.seeds) - set(w.trained) | set(self.seeds) - set(o.trained))
         return [
-            f"## Final test evaluation: {len(self.seeds)} fresh seeds ({list_text(self.seeds)}), {stats.METHOD} interval",
+            f"## Final test evaluation: {len(self.seeds)} fresh seeds ({list_text(self.seeds)}), "
+            f"{stats.METHOD} interval",
             "",
             f"Does multitask training help the primary task of study {self.study}? The verdict "
             f"compares the best completed multitask trial, **{w.row.label}** (dev "

@@ -1,5 +1,5 @@
-"""The model a study hands over: of the multitask winner and the single-task opponent, the one with the better dev mean over the
-final seeds, from its best-dev seed's checkpoint, logged and registered as ``<study>-best``.
+"""The model a study hands over: of the multitask winner and the single-task opponent, the one with the
+better dev mean over the final seeds, from its best-dev seed's checkpoint, logged and registered as ``<study>-best``.
 """
 
 from __future__ import annotations
