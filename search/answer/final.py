@@ -115,5 +115,6 @@ def record(client, parent_run_id: str, result: FinalResult) -> None:
     client.log_batch(parent_run_id, metrics=metrics)
     client.set_tag(parent_run_id, rec.VERDICT_TAG, f"{result.headline['metric']}: {result.headline['verdict']}")
     client.set_tag(parent_run_id, rec.WINNER_TAG, str(result.winner.row.label))
+    client.set_tag(parent_run_id, rec.OPPONENT_TAG, str(result.opponent.row.label))
     if result.model_uri:
         client.set_tag(parent_run_id, rec.MODEL_TAG, result.model_uri)
