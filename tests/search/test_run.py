@@ -309,7 +309,7 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         )
         assert parent.data.tags["final_model"] == "models:/absa-best/1"
         version = client.get_model_version("absa-best", "1")
-        assert version.tags.get("verdict") == verdict.split(": ")[1] and "metric.test/acc_4way" in version.tags, (
+        assert version.tags.get("verdict") == verdict.split(": ", 1)[1] and "metric.test/acc_4way" in version.tags, (
             version.tags,
             r.stdout[-2000:] + r.stderr[-2000:],
         )
