@@ -1,13 +1,12 @@
 """``python -m search.finalize STUDY``: the honest answer at the end of a study.
 
-Takes the best completed multitask config by the dev objective (seed mean) and the
-single-task baseline, gets their test scores over K seeds (the search's own test
-evaluations where a trial ran that seed to its last epoch; the missing seeds are
-trained to full epochs through the same Ray Tune + MLflow machinery), and reports
-per primary test metric the two means ± std, the paired difference over the same
-seeds with its 95% interval (paired t) and a plain verdict. The config with the
-better dev score over the K seeds is logged as an MLflow model and registered as
-``<study>-best``. Nothing here selects on test.
+Does multitask training help the primary task? Takes, by the dev objective (seed mean), the best
+completed trial with an auxiliary task and the best completed single-task trial, trains both to
+full epochs on K fresh seeds the search never used (after its own), and reports per primary test
+metric the two means ± sample std and the paired difference with its 95% interval (paired t); the
+study's metric gets the one verdict, the others are exploratory. The config with the better dev
+score over the K seeds is logged as an MLflow model and registered as ``<study>-best``. Nothing
+here selects on test.
 """
 
 from __future__ import annotations
@@ -31,7 +30,12 @@ def main() -> int:
     )
     p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
-    p.add_argument("--seeds", type=int, default=FinalizeConfig.seeds, help="seeds 1..K per contender")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=FinalizeConfig.seeds,
+        help="K fresh seeds per side (at least 3), numbered after the search's",
+    )
     p.add_argument("--tracking-uri", default=FinalizeConfig.tracking_uri)
     p.add_argument("--out", default=FinalizeConfig.out_dir, help="directory of the report")
     p.add_argument("--cpus-per-trial", type=float, default=FinalizeConfig.cpus_per_trial)

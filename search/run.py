@@ -109,7 +109,7 @@ def add_run_options(p: ArgumentParser) -> None:
     p.add_argument(
         "--no-finalize",
         action="store_true",
-        help="skip the final test comparison of winner and baseline (python -m search.finalize runs it later)",
+        help="skip the final test, best multitask vs best single-task trial (search.finalize runs it later)",
     )
     p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
     p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
@@ -214,7 +214,7 @@ def main() -> int:
                     address=cfg.address,
                 )
             )
-        except ConfigError as exc:  # e.g. ASHA stopped every multitask trial: the search itself stands
+        except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
     if cfg.report:
         from search.answer.report import build_report

@@ -13,9 +13,18 @@ from spaces.studies import Study
 
 
 def define_space(trial: Any, study: Study) -> dict[str, Any] | None:
-    """Suggest one schema for ``study``; returns the constants of the point (none)."""
-    chosen = [task for task in study.candidates if trial.suggest_categorical(f"aux/{task}", [False, True])]
-    schema = trial.suggest_categorical("schema", list(study.schemas))
+    """Suggest one schema for ``study``; returns the constants of the point (none).
+
+    The first choice is single-task or multitask, at even odds: the final verdict compares the best
+    of each, so the single-task side gets half the search's lr and warm-up tuning, not the 1 in
+    2^candidates it would get from the auxiliary flags alone. A single-task point has no schema
+    (one task trains the same under all of them)."""
+    if not trial.suggest_categorical("multitask", [False, True]):
+        chosen: list[str] = []
+        schema = "prop"
+    else:
+        chosen = [task for task in study.candidates if trial.suggest_categorical(f"aux/{task}", [False, True])]
+        schema = trial.suggest_categorical("schema", list(study.schemas))
     if schema == "power":
         trial.suggest_float("exponent", study.exponent.low, study.exponent.high)
     if schema == "anneal":

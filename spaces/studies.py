@@ -69,7 +69,7 @@ class Preset:
             "batch_size": (self.batch_size, 1),
             "grace_period": (self.grace_period, 1),
             "reduction_factor": (self.reduction_factor, 2),
-            "final_seeds": (self.final_seeds, 2),
+            "final_seeds": (self.final_seeds, 3),  # fewer paired seeds give no verdict
             "max_train_examples": (self.max_train_examples, 1),
             "max_eval_examples": (self.max_eval_examples, 1),
             "max_auxiliary_eval_examples": (self.max_auxiliary_eval_examples, 1),

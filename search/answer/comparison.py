@@ -1,5 +1,6 @@
-"""The final comparison itself: per primary test metric the paired difference over the same seeds,
-its interval and verdict (:mod:`search.answer.stats`), as Markdown (``final.md``) and CSV (``final.csv``).
+"""The final comparison itself: per primary test metric the paired difference over the same fresh
+seeds and its interval, one verdict on the study's metric (:mod:`search.answer.stats`), as Markdown
+(``final.md``) and CSV (``final.csv``).
 """
 
 from __future__ import annotations
@@ -21,15 +22,15 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class Contender:
-    """One side of the final comparison: a trial's config and its scores per seed."""
+    """One side of the final comparison: a trial's config and its scores per final seed."""
 
-    role: str  # "winner" or "baseline"
+    role: str  # "winner" (best multitask trial) or "opponent" (best single-task trial)
     row: pd.Series  # the trial's row of tracking.trial_table
     config: TrainConfig
     dev: dict[int, float] = field(default_factory=dict)  # seed -> dev objective
     test: dict[str, dict[int, float]] = field(default_factory=dict)  # metric -> seed -> test score
     checkpoints: dict[int, str] = field(default_factory=dict)  # seed -> checkpoint file (local or URI)
-    trained: list[int] = field(default_factory=list)  # seeds finalize trained itself
+    trained: list[int] = field(default_factory=list)  # seeds this finalize trained (the rest: earlier finalizes)
 
 
 @dataclass
@@ -38,55 +39,24 @@ class FinalResult:
     name: str
     objective: str
     mode: str
-    seeds: list[int]
+    seeds: list[int]  # the final seeds, none of which the search trained
     winner: Contender
-    baseline: Contender
+    opponent: Contender
     rows: list[dict[str, Any]]  # one per primary test metric
-    headline: dict[str, Any]  # the row of the objective's metric
+    headline: dict[str, Any]  # the row of the study's metric: the one verdict
     model_uri: str | None = None
     model_of: str | None = None
     majority: dict[str, float] = field(default_factory=dict)
+    search_seeds: list[int] = field(default_factory=list)
 
     def markdown(self) -> str:
-        w, b = self.winner, self.baseline
-        seeds = f"{self.seeds[0]}-{self.seeds[-1]}"
-        reused = sorted(set(self.seeds) - set(w.trained)), sorted(set(self.seeds) - set(b.trained))
-        lines = [
-            f"## Final test evaluation: {len(self.seeds)} seeds ({seeds}), {stats.METHOD} interval",
-            "",
-            f"Chosen on dev (no test score was used to choose): winner **{w.row.label}** "
-            f"(dev {fmt(w.row.objective, w.row.objective_std)}), baseline **{b.row.label}** "
-            f"(dev {fmt(b.row.objective, b.row.objective_std)}).",
-            f"Test scores of seeds {list_text(reused[0])} (winner) and {list_text(reused[1])} (baseline) come from "
-            "the search's own last epochs; the others were trained to full epochs by finalize.",
-            "",
-            "| test metric | winner | baseline | Δ winner − baseline [95% CI] | verdict |",
-            "|---|---|---|---|---|",
-        ]
-        for r in self.rows:
-            lines.append(
-                f"| {r['metric']} | {fmt(r['winner_mean'], r['winner_std'])} "
-                f"| {fmt(r['baseline_mean'], r['baseline_std'])} "
-                f"| {signed(r['diff_mean'])} [{signed(r['diff_low'])}, {signed(r['diff_high'])}] | {r['verdict']} |"
-            )
-        published = get_study(self.study).published
-        for source, values in published.items():
-            shown = [f"{r['metric']}={values[r['metric']]:.4f}" for r in self.rows if r["metric"] in values]
-            if shown:
-                lines.append(f"| *published: {source}* (one run, chosen on test) | " + ", ".join(shown) + " | | | |")
-        if self.majority:
-            lines += [
-                "",
-                "Majority (a constant predictor, the floor any model must beat) on the same test rows: "
-                + ", ".join(f"{k}={v:.4f}" for k, v in self.majority.items() if not math.isnan(v))
-                + ".",
-            ]
+        lines = self.header() + self.table() + self.floor()
         h = self.headline
         lines += [
             "",
-            f"**Verdict on test {h['metric']}, winner against baseline: {h['verdict']}** "
-            f"(Δ {signed(h['diff_mean'])}, 95% CI [{signed(h['diff_low'])}, {signed(h['diff_high'])}], "
-            f"n = {h['n']} paired seeds).",
+            f"**Verdict on test {h['metric']}, multitask winner against single-task opponent, over "
+            f"{h['n']} training seeds on this test set: {h['verdict']}** "
+            f"(Δ {signed(h['diff_mean'])}, 95% CI [{signed(h['diff_low'])}, {signed(h['diff_high'])}]).",
         ]
         if self.model_uri:
             lines += [
@@ -97,46 +67,102 @@ class FinalResult:
             ]
         return "\n".join(lines) + "\n"
 
+    def header(self) -> list[str]:
+        """Title, which two configs the verdict compares and why, and where the seeds come from."""
+        w, o = self.winner, self.opponent
+        earlier = sorted(set(self.seeds) - set(w.trained) | set(self.seeds) - set(o.trained))
+        return [
+            f"## Final test evaluation: {len(self.seeds)} fresh seeds ({list_text(self.seeds)}), "
+            f"{stats.METHOD} interval",
+            "",
+            f"Does multitask training help the primary task of study {self.study}? The verdict "
+            f"compares the best completed multitask trial, **{w.row.label}** (dev "
+            f"{fmt(w.row.objective, w.row.objective_std)}), with the best completed single-task trial, "
+            f"**{o.row.label}** (dev {fmt(o.row.objective, o.row.objective_std)}): both chosen on dev after the same "
+            "search over lr and warm-up, so they differ in the auxiliary tasks only. No test score chose anything.",
+            f"Both were trained to full epochs by finalize on seeds {list_text(self.seeds)}, none of which the "
+            f"search used (search seeds {list_text(self.search_seeds)}): a seed's luck on dev, which helped pick "
+            "the winner, cannot carry into its test score"
+            + (f"; seeds {list_text(earlier)} come from an earlier finalize's completed runs." if earlier else "."),
+            "",
+            "| test metric | multitask winner | single-task opponent | Δ winner − opponent [95% CI] | verdict |",
+            "|---|---|---|---|---|",
+        ]
+
+    def table(self) -> list[str]:
+        """One row per primary test metric (± is the sample std over seeds), then the published runs."""
+        lines = [
+            f"| {r['metric']} | {fmt(r['winner_mean'], r['winner_std'])} "
+            f"| {fmt(r['opponent_mean'], r['opponent_std'])} "
+            f"| {signed(r['diff_mean'])} [{signed(r['diff_low'])}, {signed(r['diff_high'])}] | {r['verdict']} |"
+            for r in self.rows
+        ]
+        for source, values in get_study(self.study).published.items():
+            shown = [f"{r['metric']}={values[r['metric']]:.4f}" for r in self.rows if r["metric"] in values]
+            if shown:
+                lines.append(f"| *published: {source}* (one run, chosen on test) | " + ", ".join(shown) + " | | | |")
+        return lines + [
+            "",
+            f"± is the sample std over the {len(self.seeds)} seeds. Only {self.headline['metric']}, the study's "
+            "metric, gets a verdict; the other rows are exploratory (intervals shown, no verdict: testing each "
+            "metric separately would multiply the chances of a false 'better').",
+        ]
+
+    def floor(self) -> list[str]:
+        scores = ", ".join(f"{k}={v:.4f}" for k, v in self.majority.items() if math.isfinite(v))
+        if not scores:
+            return []
+        return [
+            "",
+            "Majority (a constant predictor, the floor any model must beat; each aspect's most frequent polarity, "
+            f"counted on the test rows it scores): {scores}.",
+        ]
+
 
 # -- comparing --------------------------------------------------------------------
+EXPLORATORY = "exploratory: no verdict"
+
+
 def compare(
     winner: Contender,
-    baseline: Contender,
+    opponent: Contender,
     metrics: list[str],
     seeds: list[int],
     mode: str,
     objective_metric: str | None,
     fallback: str | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per metric the paired comparison; the headline is the objective's metric (where the objective
-    is a primary dev metric), else ``fallback`` (the study's metric), else the first."""
+    """Per metric the paired comparison; one verdict, on the headline: the objective's metric (where
+    the objective is a primary dev metric), else ``fallback`` (the study's metric), else the first.
+    The other metrics' rows are exploratory: their intervals, no verdict."""
+    wanted = objective_metric or fallback
+    headline_metric = wanted if wanted in metrics else metrics[0]
     rows = []
     for m in metrics:
         w = [winner.test.get(m, {}).get(s, math.nan) for s in seeds]
-        b = [baseline.test.get(m, {}).get(s, math.nan) for s in seeds]
+        o = [opponent.test.get(m, {}).get(s, math.nan) for s in seeds]
         # each metric's own direction: only the objective may be minimised
         direction = mode if m == objective_metric else "max"
-        d = stats.paired_difference(w, b)
+        d = stats.paired_difference(w, o)
         wm, ws, _ = stats.mean_std(w)
-        bm, bs, _ = stats.mean_std(b)
+        om, os_, _ = stats.mean_std(o)
         rows.append(
             {
                 "metric": m,
                 "winner_mean": wm,
                 "winner_std": ws,
-                "baseline_mean": bm,
-                "baseline_std": bs,
+                "opponent_mean": om,
+                "opponent_std": os_,
                 "diff_mean": d.mean,
                 "diff_std": d.std,
                 "diff_low": d.low,
                 "diff_high": d.high,
                 "n": d.n,
                 "method": d.method,
-                "verdict": stats.verdict(d, direction),
+                "verdict": stats.verdict(d, direction) if m == headline_metric else EXPLORATORY,
             }
         )
-    wanted = objective_metric or fallback
-    headline = next((r for r in rows if r["metric"] == wanted), rows[0])
+    headline = next(r for r in rows if r["metric"] == headline_metric)
     return rows, headline
 
 
@@ -147,7 +173,7 @@ def final_frame(result: FinalResult) -> pd.DataFrame:
             "source": "final",
             **r,
             "winner": result.winner.row.label,
-            "baseline": result.baseline.row.label,
+            "opponent": result.opponent.row.label,
             "seeds": list_text(result.seeds),
         }
         for r in result.rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from search.answer.stats import MIN_PAIRS
 from spaces import get_study
 from trainables.config import ConfigError
 
@@ -12,7 +13,7 @@ from trainables.config import ConfigError
 class FinalizeConfig:
     study: str
     name: str | None = None  # the study invocation (Tune experiment name); None: the latest
-    seeds: int = 5
+    seeds: int = 5  # K fresh seeds per side, numbered after the search's
     tracking_uri: str = "sqlite:///mlflow.db"
     out_dir: str = "results"
     cpus_per_trial: float = 1.0
@@ -23,7 +24,7 @@ class FinalizeConfig:
 
     def __post_init__(self) -> None:
         get_study(self.study)
-        if self.seeds < 2:
-            raise ConfigError(f"--seeds {self.seeds}: expected >= 2 (one seed says nothing about noise)")
+        if self.seeds < MIN_PAIRS:
+            raise ConfigError(f"--seeds {self.seeds}: expected >= {MIN_PAIRS} (fewer seeds can give no verdict)")
         if self.cpus_per_trial <= 0 or self.gpus_per_trial < 0 or self.max_concurrent < 1:
             raise ConfigError("--cpus-per-trial > 0, --gpus-per-trial >= 0 and --max-concurrent >= 1 expected")

@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from search.answer.comparison import Contender
@@ -21,16 +23,44 @@ logger = logging.getLogger(__name__)
 
 
 # -- choosing ---------------------------------------------------------------------
+def single_task(table: pd.DataFrame) -> pd.Series:
+    """Which rows trained the primary alone: the baseline, and trials whose space left every auxiliary off."""
+    return table.baseline.astype(bool) | (table.get("auxiliary", pd.Series("", index=table.index)) == "none")
+
+
 def choose(table: pd.DataFrame, mode: str) -> tuple[pd.Series, pd.Series]:
-    """The best completed multitask trial by dev objective (seed mean), and the baseline."""
-    done = table[(table.status == COMPLETED) & table.objective.notna()]
-    baseline = done[done.baseline]
-    if baseline.empty:
-        raise ConfigError("the study has no completed baseline trial yet: continue it with --resume first")
-    others = done[~done.baseline].sort_values("objective", ascending=(mode == "min"))
-    if others.empty:
+    """The two sides of "does multitask training help the primary?", both chosen on dev (seed mean):
+    the best completed trial with at least one auxiliary task, and the best completed single-task
+    trial (the baseline, or one whose lr and warm-up the search tuned), so that both had the search's
+    tuning and differ only in the auxiliary tasks."""
+    done = table[(table.status == COMPLETED) & np.isfinite(table.objective.astype(float))]
+    done = done.sort_values("objective", ascending=(mode == "min"), kind="stable")
+    alone = single_task(done)
+    if not alone.any():
+        raise ConfigError("the study has no completed single-task trial yet: continue it with --resume first")
+    if alone.all():
         raise ConfigError("the study has no completed multitask trial yet: continue it with --resume first")
-    return others.iloc[0], baseline.iloc[0]
+    return done[~alone].iloc[0], done[alone].iloc[0]
+
+
+def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:
+    """K seeds the search never trained: a seed's luck on dev, which helped choose a config, would
+    otherwise carry to its test score and favour the chosen side."""
+    first = max(search_seeds, default=0) + 1
+    return list(range(first, first + k))
+
+
+def complete_finals(finals: pd.DataFrame, run_id: str, epochs: int) -> list[pd.Series]:
+    """Earlier finalize runs of ``run_id`` that trained every epoch; a stopped or failed one is retrained."""
+    if finals.empty:
+        return []
+    mine = finals[(finals.final_for == run_id) & (finals.status == COMPLETED) & (finals.epochs >= epochs)]
+    return [r for _, r in mine.iterrows()]
+
+
+def test_metrics_of(row: pd.Series, primary: str) -> list[str]:
+    """The primary's test metrics a row holds per seed, in first-seen order."""
+    return primary_test_metrics(pd.DataFrame([row]), primary)
 
 
 def primary_test_metrics(table: pd.DataFrame, primary: str) -> list[str]:
@@ -44,13 +74,14 @@ def primary_test_metrics(table: pd.DataFrame, primary: str) -> list[str]:
     return names
 
 
-def collect(contender: Contender, rows: list[pd.Series], primary: str, metrics: list[str]) -> None:
-    """Per-seed dev objective and test scores of ``rows`` (the trial, then earlier finalize runs)."""
+def collect(contender: Contender, rows: list[pd.Series], primary: str, seeds: Sequence[int]) -> None:
+    """Per-seed dev objective and test scores of ``rows`` (finalize's runs) for ``seeds`` only."""
     for row in rows:
+        metrics = test_metrics_of(row, primary)
         for seed, value in objective_per_seed(row).items():
             tests = {m: per_seed(row, f"{primary}/test/{m}").get(seed) for m in metrics}
-            if seed in contender.dev or any(v is None for v in tests.values()):
-                continue  # a seed counts once, and only with every test score
+            if seed not in seeds or seed in contender.dev or not metrics or any(v is None for v in tests.values()):
+                continue  # a final seed counts once, and only with every test score
             contender.dev[seed] = value
             for m, v in tests.items():
                 contender.test.setdefault(m, {})[seed] = float(v)  # type: ignore[arg-type]
@@ -104,3 +135,25 @@ def trial_checkpoint(tune_path: str, trial_id: str | None) -> str:
         return ""
     prefix = tune_path.split("://", 1)[0] + "://" if "://" in tune_path else ""
     return prefix + folders[-1]
+
+
+def final_checkpoint(tune_path: str, trial_id: str | None) -> str:
+    """The checkpoint folder of an earlier finalize's run: trial ``trial_id`` in one of the Tune
+    experiments ``<study experiment>-final-<time>`` beside the study's own; "" if none is left."""
+    import pyarrow.fs as pafs
+
+    if not trial_id:
+        return ""
+    storage, _, experiment = tune_path.rstrip("/").rpartition("/")
+    fs, root = pafs.FileSystem.from_uri(storage) if "://" in storage else (pafs.LocalFileSystem(), storage)
+    try:
+        found = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+    except OSError:
+        return ""
+    prefix = storage.split("://", 1)[0] + "://" if "://" in storage else ""
+    for info in sorted(found, key=lambda i: i.base_name, reverse=True):  # the latest finalize first
+        if info.type == pafs.FileType.Directory and info.base_name.startswith(f"{experiment}-final-"):
+            folder = trial_checkpoint(prefix + info.path, trial_id)
+            if folder:
+                return folder
+    return ""

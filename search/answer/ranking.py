@@ -46,17 +46,19 @@ def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
         d = stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared])
         lows.append(d.low)
         highs.append(d.high)
-        beyond.append(
-            "–"
-            if r.baseline
-            else f"n={d.n}: too few"
-            if d.n < stats.MIN_PAIRS
-            else "yes"
-            if stats.exceeds_noise(d, mode)
-            else "no"
-        )
+        beyond.append("–" if r.baseline else screen(d, mode))
     done["delta_low"], done["delta_high"], done["beyond_noise"] = lows, highs, beyond
     return done
+
+
+SCREEN = {stats.BETTER: "above", stats.WORSE: "below", stats.SAME: "within noise", stats.ZERO_SPREAD: "zero spread"}
+
+
+def screen(d: stats.PairedDifference, mode: str) -> str:
+    """A trial against the baseline on dev, in one word: above, below or within the seed noise."""
+    if d.n < stats.MIN_PAIRS:
+        return f"n={d.n}: too few"
+    return SCREEN[stats.verdict(d, mode)]
 
 
 def baseline_lr(lr: float, preset_lr: float | None) -> str:
@@ -122,8 +124,11 @@ def header_lines(table: pd.DataFrame, study_name: str, objective: str, mode: str
         f"{len(table)} trials: {int((table.status == COMPLETED).sum())} completed, "
         f"{int((table.status == PRUNED).sum())} pruned by ASHA, {int((table.status == FAILED).sum())} failed. "
         f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
-        f'{stats.METHOD} interval of the per-seed differences; "beyond noise" says whether that interval excludes '
-        f"zero (it takes {stats.MIN_PAIRS} seeds or more). Relative Δ is not shown where the baseline is near zero.",
+        f'{stats.METHOD} interval of the per-seed differences. "dev screen" says whether that interval lies above '
+        f"zero, below it, or holds it (within noise; it takes {stats.MIN_PAIRS} seeds or more). It is a screen, not a "
+        "test: it reads the same dev scores that sorted the trials, once per trial shown with no multiplicity "
+        "correction, so the top rows are above noise partly by selection; the final comparison above, on fresh "
+        "seeds and test, is the verdict. Relative Δ is not shown where the baseline is near zero.",
     ]
 
 
@@ -136,7 +141,8 @@ def floor_lines(baseline: pd.DataFrame, context: Context, metric: str, primary: 
     where = "above" if base > floor else "NOT above"
     return [
         "",
-        f"Majority rate (a constant predictor: each aspect's most frequent polarity) on this dev set: "
+        f"Majority rate (a constant predictor: each aspect's most frequent polarity, counted on the dev rows it "
+        f"scores) on this dev set: "
         f"{metric} = {floor:.4f}; the baseline's dev {metric} {base:.4f} is {where} it.",
     ]
 
@@ -148,7 +154,7 @@ def trial_rows(
     metric, test_key = scope.metric, scope.test_key
     lines = [
         "",
-        f"| rank | trial | {'dev ' if scope.on_dev else ''}{metric} | Δ abs [95% CI] | beyond noise | Δ rel "
+        f"| rank | trial | {'dev ' if scope.on_dev else ''}{metric} | Δ abs [95% CI] | dev screen | Δ rel "
         f"| test {metric if scope.on_dev else ''} | epochs |",
         "|---|---|---|---|---|---|---|---|",
     ]

@@ -1,5 +1,5 @@
-"""The model a study hands over: of winner and baseline, the one with the better dev mean over the
-final seeds, from its best-dev seed's checkpoint, logged and registered as ``<study>-best``.
+"""The model a study hands over: of the multitask winner and the single-task opponent, the one with the
+better dev mean over the final seeds, from its best-dev seed's checkpoint, logged and registered as ``<study>-best``.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ logger = logging.getLogger(__name__)
 
 
 def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> None:
-    """Log and register the config with the better dev score over the K seeds (its best seed)."""
+    """Log and register the config with the better dev score over the K final seeds (its best seed)."""
     from search.tracking.registry import log_winner
     from trainables.model import load_tokenizer
 
     def dev_mean(c: Contender) -> float:
         return stats.mean_std([c.dev.get(s, math.nan) for s in result.seeds])[0]
 
-    w, b = result.winner, result.baseline
+    w, b = result.winner, result.opponent
     better_w = dev_mean(w) >= dev_mean(b) if result.mode == "max" else dev_mean(w) <= dev_mean(b)
     chosen = w if better_w else b
     usable = {s: v for s, v in chosen.dev.items() if s in chosen.checkpoints}
@@ -54,7 +54,7 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
                 "verdict": result.headline["verdict"],
             },
         )
-    role = "winner" if better_w else "baseline"
+    role = "multitask winner" if better_w else "single-task opponent"
     result.model_of = f"{chosen.row.label}, seed {seed}, the {role}: higher dev score over {len(result.seeds)} seeds"
     logger.info("registered %s as %s", result.model_of, result.model_uri)
 

@@ -29,9 +29,9 @@ def train_missing(
     contenders: list[Contender],
     missing: dict[str, list[int]],
     primary: str,
-    metrics: list[str],
+    seeds: list[int],
 ) -> None:
-    """Train each contender's missing seeds to full epochs as Tune trials logged to MLflow."""
+    """Train each contender's missing final seeds to full epochs, scoring test, as Tune trials logged to MLflow."""
     from search.infra.ray_connect import connect_address
     from search.infra.resources import check_request
 
@@ -39,25 +39,26 @@ def train_missing(
     check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
     points = [final_point(c, missing[c.role], invocation.objective) for c in contenders if missing[c.role]]
     results = fit_final_runs(cfg, parent_run_id, invocation, contenders, points)
-    by_role = {c.role: c for c in contenders}
+    by_run = {c.row.run_id: c for c in contenders}
     study_experiment = invocation.tune_path.rstrip("/").rpartition("/")[2]
     for result in results:
         point = result.config["trial"]
-        c = by_role["baseline" if point["baseline"] else "winner"]
+        c = by_run[point["final_for"]]
         check_complete(result, c.config, point["label"], cfg.study, study_experiment)
-        collect(c, [result_row(result, point["seeds"], invocation.objective)], primary, metrics)
+        collect(c, [result_row(result, point["seeds"], invocation.objective)], primary, seeds)
         c.trained = list(point["seeds"])
 
 
 def final_point(c: Contender, seeds: list[int], objective: str) -> dict[str, Any]:
-    """One Tune trial config: the contender's exact config, its missing seeds, tagged as a final run."""
+    """One Tune trial config: the contender's exact config, scoring test this time (the search's trials
+    do not), its missing seeds, tagged as a final run."""
     logger.info("finalize trains %s seeds %s to %d epochs", c.row.label, list_text(seeds), c.config.epochs)
     return {
-        "train": c.config.to_dict(),
+        "train": c.config.with_(evaluate_test=True).to_dict(),
         "seeds": seeds,
         "key": c.row.canonical_key,
         "label": f"final {c.role} {c.row.label} seeds {list_text(seeds)}",
-        "baseline": c.role == "baseline",
+        "baseline": bool(c.row.baseline),
         "kind": rec.FINAL_KIND,
         "final_for": c.row.run_id,
         "metric": objective,
@@ -82,7 +83,8 @@ def fit_final_runs(
     from trainables.tune import data_signature
 
     objective, tune_path = invocation.objective, invocation.tune_path
-    everything = contenders[0].config.with_(tasks=tuple(dict.fromkeys(t for c in contenders for t in c.config.tasks)))
+    tasks = tuple(dict.fromkeys(t for c in contenders for t in c.config.tasks))
+    everything = contenders[0].config.with_(tasks=tasks, evaluate_test=True)  # the search's data holds no test
     tokenizer = load_tokenizer(everything.encoder)
     data = prepare_data(everything, tokenizer)
     signature = data_signature(everything, tokenizer)

@@ -18,10 +18,13 @@ METHOD = "paired t, 95%"
 
 
 BETTER, SAME, WORSE, TOO_FEW = (
-    "better than the baseline",
+    "better than the single-task opponent",
     "no significant difference",
-    "worse than the baseline",
+    "worse than the single-task opponent",
     "too few seeds to tell",
+)
+ZERO_SPREAD = (
+    "no verdict: every seed gave the same difference, so the interval has zero width and measures no seed noise"
 )
 
 
@@ -42,14 +45,14 @@ class PairedDifference:
 
 
 def paired_difference(config: Sequence[float], baseline: Sequence[float], confidence: float = 0.95) -> PairedDifference:
-    """Paired t interval of ``mean(config - baseline)``; pairs with a NaN on either side are dropped.
+    """Paired t interval of ``mean(config - baseline)``; pairs with a NaN or inf on either side are dropped.
 
     With one pair the interval is unbounded (NaN): one seed says nothing about noise.
     """
     a, b = np.asarray(config, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"paired values need equal lengths, got {len(a)} and {len(b)}")
-    d = (a - b)[~(np.isnan(a) | np.isnan(b))]
+    d = (a - b)[np.isfinite(a) & np.isfinite(b)]
     n = len(d)
     if n == 0:
         return PairedDifference(math.nan, math.nan, 0, math.nan, math.nan, confidence)
@@ -63,13 +66,21 @@ def paired_difference(config: Sequence[float], baseline: Sequence[float], confid
     return PairedDifference(mean, std, n, mean - half, mean + half, confidence)
 
 
-MIN_PAIRS = 3  # two pairs give a t interval, but two equal differences (common on a small discrete
+# two pairs give a t interval, but two equal differences (common on a small discrete test set)
+# give it zero width; three is the least that says anything about seed noise
+MIN_PAIRS = 3
+SPREAD_TOLERANCE = 1e-9  # relative: a smaller std of the differences is rounding, not seed noise
 
 
 def verdict(diff: PairedDifference, mode: str = "max") -> str:
-    """Plain words for an interval: better, worse, or no significant difference (for ``mode``)."""
+    """Plain words for an interval: better, worse, or no significant difference (for ``mode``).
+
+    Too few pairs, or a zero spread (identical per-seed differences: the t interval collapses to a
+    point, whatever the number of seeds), give no verdict and say why."""
     if diff.n < MIN_PAIRS or math.isnan(diff.low):
         return TOO_FEW
+    if not diff.std > SPREAD_TOLERANCE * max(1.0, abs(diff.mean)):  # 0.64 - 0.62 != 0.62 - 0.60 in floats
+        return ZERO_SPREAD
     if diff.low > 0:
         return BETTER if mode == "max" else WORSE
     if diff.high < 0:

@@ -57,8 +57,8 @@ class SearchConfig:
         study = get_study(self.study)  # raises on an unknown study
         if self.preset is not None:
             study.preset(self.preset)
-        if self.final_seeds is not None and self.final_seeds < 2:
-            raise ConfigError(f"--final-seeds {self.final_seeds}: expected >= 2 (one seed says nothing about noise)")
+        if self.final_seeds is not None and self.final_seeds < 3:  # search.answer.stats.MIN_PAIRS, a room above
+            raise ConfigError(f"--final-seeds {self.final_seeds}: expected >= 3 (fewer seeds can give no verdict)")
         if self.search not in SEARCHES:
             raise ConfigError(f"--search {self.search!r}: expected one of {', '.join(SEARCHES)}")
         for flag, value in (
@@ -153,6 +153,7 @@ class SearchConfig:
             protocol=self.protocol,
             data_dir=str(Path(self.data_root()).resolve()),
             precision=self.precision or preset.precision,
+            evaluate_test=False,  # nothing in the search may look at test; finalize's runs score it on fresh seeds
         )
 
     def invocation(self, tune_path: str, trials: int) -> Invocation:

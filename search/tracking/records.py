@@ -36,6 +36,7 @@ FAILURE_TAG = FAILURE_REASON  # why a trial failed (the trainable's own result k
 END_REASON = "end_reason"  # tag of a run its study ended (KILLED, FAILED): why
 RESUME_TAG = "resume"  # tag beside it: the command that continues the run, where it can be continued
 VERDICT_TAG, WINNER_TAG, MODEL_TAG = "final_verdict", "final_winner", "final_model"  # parent run, after finalize
+OPPONENT_TAG = "final_opponent"  # parent run: the best single-task trial the winner is compared with
 PLACEMENT_TAGS = ("node_id", "node_ip", "hostname", "device", "cpu_fallback", "gpus_requested", "restored_from_epoch")
 
 # -- artifacts ----------------------------------------------------------------------

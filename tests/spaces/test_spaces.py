@@ -152,11 +152,16 @@ def test_thesis_grid_is_deduplicated_with_baseline_first():
 
 def test_define_by_run_space_is_conditional():
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
-    seen = set()
+    seen, singles = set(), 0
     for _ in range(60):
         trial = study.ask()
         assert define_space(trial, ABSA) is None
         p = trial.params
+        if not p["multitask"]:  # single task: no auxiliary, no schema; lr and warm-up still searched
+            assert not any(k.startswith(("aux/", "weight/")) or k == "schema" for k in p) and "lr" in p
+            singles += 1
+            study.tell(trial, 0.5)
+            continue
         assert ("exponent" in p) == (p["schema"] == "power")
         assert ("anneal_c" in p) == (p["schema"] == "anneal")
         if "exponent" in p:
@@ -166,6 +171,7 @@ def test_define_by_run_space_is_conditional():
         seen.add(p["schema"])
         study.tell(trial, 0.5)
     assert seen == set(ABSA.schemas)
+    assert 20 <= singles <= 40  # even odds: the single-task side gets half the tuning
 
 
 def test_apply_choices_keeps_candidate_order():
@@ -256,7 +262,7 @@ def test_space_searches_the_weights_of_chosen_auxiliaries():
         define_space(trial, SEARCHED)
         p = trial.params
         for task in SEARCHED.candidates:
-            reads = p[f"aux/{task}"] and p["schema"] not in ("sequential", "random")
+            reads = p.get(f"aux/{task}", False) and p["schema"] not in ("sequential", "random")
             assert (f"weight/{task}" in p) == reads
             if reads:
                 assert 0.125 <= p[f"weight/{task}"] <= 8.0

@@ -5,74 +5,121 @@ import math
 import pandas as pd
 import pytest
 
-from search.answer.comparison import Contender, compare
-from search.answer.contenders import choose, collect, objective_metric_of, per_seed, primary_test_metrics
+from search.answer.comparison import EXPLORATORY, Contender, compare
+from search.answer.contenders import (
+    choose,
+    collect,
+    complete_finals,
+    final_seeds,
+    objective_metric_of,
+    per_seed,
+    primary_test_metrics,
+)
+from search.answer.stats import BETTER, WORSE
 from trainables.config import ConfigError, TrainConfig
 
 
-def row(label, status, objective, baseline=False, dev=(), test=()):
+def row(label, status, objective, baseline=False, dev=(), test=(), aux="sst2", first=1):
     r = {
         "label": label,
         "status": status,
         "objective": objective,
         "objective_std": 0.01,
         "baseline": baseline,
+        "auxiliary": "none" if baseline else aux,
         "canonical_key": label,
         "run_id": label,
     }
-    for seed, value in enumerate(dev, 1):
+    for seed, value in enumerate(dev, first):
         r[f"objective/seed{seed}"] = value
-    for seed, value in enumerate(test, 1):
+    for seed, value in enumerate(test, first):
         r[f"semeval/test/acc_4way/seed{seed}"] = value
     return r
 
 
 TABLE = pd.DataFrame(
     [
-        row("t00 baseline", "completed", 0.70, True, (0.69, 0.71), (0.60, 0.62)),
-        row("t01 sst2 sqrt", "completed", 0.74, False, (0.73, 0.75), (0.65, 0.66)),
+        row("t00 baseline", "completed", 0.70, True, (0.69, 0.71)),
+        row("t01 sst2 sqrt", "completed", 0.74, False, (0.73, 0.75)),
         row("t02 pos square", "pruned", 0.90),  # pruned trials never win, however high they stood
-        row("t03 sst2+pos prop", "completed", 0.72, False, (0.72, 0.72), (0.64, 0.63)),
+        row("t03 sst2+pos prop", "completed", 0.72, False, (0.72, 0.72)),
+        row("t04 single lr=4.6e-05", "completed", 0.71, False, (0.70, 0.72), aux="none"),
+        row("t05 single lr=9e-05", "failed", 0.95, False, aux="none"),
+        row("t06 sentihood prop", "completed", math.inf, False),  # inf is dropped like NaN
     ]
 )
 
 
-def test_choose_takes_the_best_completed_multitask_trial_and_the_baseline():
-    winner, baseline = choose(TABLE, "max")
-    assert (winner.label, baseline.label) == ("t01 sst2 sqrt", "t00 baseline")
-    assert choose(TABLE, "min")[0].label == "t03 sst2+pos prop"
-    with pytest.raises(ConfigError, match="no completed baseline"):
-        choose(TABLE[~TABLE.baseline], "max")
+def test_choose_takes_the_best_multitask_trial_and_the_best_single_task_trial():
+    winner, opponent = choose(TABLE, "max")
+    assert (winner.label, opponent.label) == ("t01 sst2 sqrt", "t04 single lr=4.6e-05")  # a tuned single task
+    assert [x.label for x in choose(TABLE, "min")] == [
+        "t03 sst2+pos prop",
+        "t00 baseline",
+    ]
+    assert choose(TABLE.drop(index=4), "max")[1].label == "t00 baseline"
+    alone = TABLE[TABLE.auxiliary == "none"]
     with pytest.raises(ConfigError, match="no completed multitask"):
-        choose(TABLE[TABLE.baseline], "max")
+        choose(alone, "max")
+    with pytest.raises(ConfigError, match="no completed single-task"):
+        choose(TABLE[TABLE.auxiliary != "none"], "max")
+
+
+def test_final_seeds_are_fresh():
+    assert final_seeds((1, 2), 3) == [3, 4, 5]
+    assert final_seeds((1, 2, 3), 5) == [4, 5, 6, 7, 8]
+
+
+def test_only_final_runs_that_trained_every_epoch_are_reused():
+    finals = pd.DataFrame(
+        [
+            {"run_id": "f1", "final_for": "t01", "status": "completed", "epochs": 2},
+            {"run_id": "f2", "final_for": "t01", "status": "interrupted", "epochs": 1},
+            {"run_id": "f3", "final_for": "t01", "status": "failed", "epochs": 2},
+            {"run_id": "f4", "final_for": "t01", "status": "running", "epochs": 2},
+            {"run_id": "f5", "final_for": "t00", "status": "completed", "epochs": 2},
+            {"run_id": "f6", "final_for": "t01", "status": "completed", "epochs": 1},  # a shorter config's
+        ]
+    )
+    assert [r.run_id for r in complete_finals(finals, "t01", 2)] == ["f1"]
+    assert complete_finals(pd.DataFrame(), "t01", 2) == []
 
 
 def test_per_seed_values_and_metrics_are_read_from_columns():
-    assert per_seed(TABLE.iloc[1], "semeval/test/acc_4way") == {1: 0.65, 2: 0.66}
-    assert primary_test_metrics(TABLE, "semeval") == ["acc_4way"]
+    final = pd.Series(row("f", "completed", 0.7, dev=(0.7,), test=(0.65,)))
+    assert per_seed(final, "semeval/test/acc_4way") == {1: 0.65}
+    assert primary_test_metrics(pd.DataFrame([final]), "semeval") == ["acc_4way"]
     assert objective_metric_of("semeval/dev/acc_4way/mean", "semeval") == "acc_4way"
     assert objective_metric_of("train/loss/mean", "semeval") is None
 
 
-def test_compare_pairs_seeds_and_names_the_verdict():
+def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
     config = TrainConfig(tasks=("semeval",), primary="semeval")
-    winner, baseline = Contender("winner", TABLE.iloc[1], config), Contender("baseline", TABLE.iloc[0], config)
-    collect(winner, [TABLE.iloc[1]], "semeval", ["acc_4way"])
-    collect(baseline, [TABLE.iloc[0]], "semeval", ["acc_4way"])
-    # a third seed from a later finalize run; a row lacking a test score for a seed adds nothing
-    extra = pd.Series({"objective/seed3": 0.74, "semeval/test/acc_4way/seed3": 0.655, "checkpoint_dir": "/ck/w"})
-    collect(winner, [extra, pd.Series({"objective/seed4": 0.7})], "semeval", ["acc_4way"])
-    collect(
-        baseline, [pd.Series({"objective/seed3": 0.70, "semeval/test/acc_4way/seed3": 0.61})], "semeval", ["acc_4way"]
+    seeds = final_seeds((1, 2), 3)  # 3, 4, 5
+    winner, opponent = Contender("winner", TABLE.iloc[1], config), Contender("opponent", TABLE.iloc[4], config)
+    # the search's own rows hold seeds 1-2 only: they add nothing to the final seeds
+    collect(winner, [TABLE.iloc[1]], "semeval", seeds)
+    assert winner.dev == {}
+    w = pd.Series({**row("f", "completed", 0.74, dev=(0.73, 0.75), test=(0.65, 0.66), first=3), "checkpoint_dir": "/w"})
+    extra = pd.Series(
+        {"objective/seed5": 0.74, "semeval/test/acc_4way/seed5": 0.655, "semeval/test/acc_3way/seed5": 0.7}
     )
-    assert winner.dev == {1: 0.73, 2: 0.75, 3: 0.74} and winner.checkpoints == {3: "/ck/w/seed-3.pt"}
-    rows, headline = compare(winner, baseline, ["acc_4way"], [1, 2, 3], "max", "acc_4way")
+    collect(
+        winner, [w, extra, pd.Series({"objective/seed6": 0.7, "semeval/test/acc_4way/seed6": 0.7})], "semeval", seeds
+    )
+    collect(
+        opponent,
+        [pd.Series(row("g", "completed", 0.7, dev=(0.7, 0.71, 0.7), test=(0.60, 0.62, 0.61), first=3))],
+        "semeval",
+        seeds,
+    )
+    assert winner.dev == {3: 0.73, 4: 0.75, 5: 0.74} and winner.checkpoints[3] == "/w/seed-3.pt"  # seed 6: not final
+    rows, headline = compare(winner, opponent, ["acc_4way", "acc_3way"], seeds, "max", "acc_4way")
     assert headline is rows[0] and headline["n"] == 3
     assert headline["diff_mean"] == pytest.approx((0.05 + 0.04 + 0.045) / 3)
-    assert headline["verdict"] == "better than the baseline"  # differences 0.05, 0.04, 0.045: tight
-    rows, _ = compare(winner, baseline, ["acc_4way"], [1, 2, 3, 4], "max", "acc_4way")
-    assert rows[0]["n"] == 3  # seed 4 has no pair
-    worse, _ = compare(baseline, winner, ["acc_4way"], [1, 2, 3], "max", "acc_4way")
-    assert worse[0]["verdict"] == "worse than the baseline" and math.isclose(
-        worse[0]["diff_mean"], -rows[0]["diff_mean"]
-    )
+    assert headline["verdict"] == BETTER  # differences 0.05, 0.04, 0.045: tight
+    assert rows[1]["verdict"] == EXPLORATORY  # one verdict, on the study's metric
+    rows, _ = compare(winner, opponent, ["acc_4way"], [3, 4, 5, 6], "max", "acc_4way")
+    assert rows[0]["n"] == 3  # seed 6 has no pair
+    worse, _ = compare(opponent, winner, ["acc_4way"], seeds, "max", "acc_4way")
+    assert worse[0]["verdict"] == WORSE and math.isclose(worse[0]["diff_mean"], -rows[0]["diff_mean"])

@@ -7,6 +7,7 @@ from search.answer.stats import (
     SAME,
     TOO_FEW,
     WORSE,
+    ZERO_SPREAD,
     exceeds_noise,
     mean_std,
     paired_difference,
@@ -50,6 +51,18 @@ def test_too_few_pairs_say_so():
     assert two.low == pytest.approx(two.high) and verdict(two) == TOO_FEW and not exceeds_noise(two)
     with pytest.raises(ValueError):
         paired_difference([1.0, 2.0], [1.0])
+
+
+def test_a_zero_spread_gives_no_verdict_and_says_why():
+    # three identical differences (in floats 0.64 - 0.62 and 0.62 - 0.60 differ in the last bit)
+    same = paired_difference([0.62, 0.64, 0.66], [0.60, 0.62, 0.64])
+    assert same.n == 3 and same.high - same.low < 1e-12
+    assert verdict(same) == ZERO_SPREAD and "zero width" in ZERO_SPREAD and not exceeds_noise(same)
+
+
+def test_inf_is_dropped_like_nan():
+    d = paired_difference([0.9, math.inf, 0.8, 0.85], [0.8, 0.7, -math.inf, 0.8])
+    assert d.n == 2 and d.mean == pytest.approx(0.075)
 
 
 def test_relative_change_is_withheld_near_zero():
