@@ -104,7 +104,7 @@ class MultitaskModel(nn.Module):
         inputs = {"input_ids": input_ids, "attention_mask": encoder_mask(attention_mask, self.prebuilt_mask)}
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
-        hidden = (encoder or self.encoder)(**inputs).last_hidden_state  # (B, T, H)
+        hidden = (self.encoder if encoder is None else encoder)(**inputs).last_hidden_state  # (B, T, H)
         head = self.heads[head_key(task)]
         if self.kinds[task] == "tagging":
             return head(self.dropout(hidden))  # (B, T, C)

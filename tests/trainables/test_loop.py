@@ -344,3 +344,19 @@ def test_compile_wraps_the_shared_encoder_only(tiny_bert):
     compiled = trainer.forward.keywords["encoder"]  # compiled lazily: nothing runs here
     assert compiled._orig_mod is trainer.model.encoder
     assert not any("_orig_mod" in key for key in trainer.model.state_dict())  # checkpoints keep their keys
+
+
+@pytest.mark.slow  # compiles the tiny encoder on the CPU (about 30 s on 2 cores)
+def test_compiled_training_builds_one_graph_for_every_task(tiny_bert):
+    import torch._dynamo
+    from torch._dynamo.utils import counters, guard_failures
+
+    torch._dynamo.reset()
+    counters.clear()
+    guard_failures.clear()
+    trainer = Trainer(tiny_config(tiny_bert, compile=True, max_train_examples=64, evaluate_test=False))
+    losses, tasks = trainer.train_steps(0, 24)
+    assert len(set(tasks.tolist())) == 3 and np.isfinite(losses).all()
+    # the whole model compiled guarded on the task name: 3 graphs here, one per task
+    assert not any("task" in str(r) for failures in guard_failures.values() for r in failures)
+    assert counters["stats"]["unique_graphs"] == 1
