@@ -41,8 +41,10 @@ from trainables.loop import Trainer, train
 
 ROOT = Path(__file__).resolve().parents[1]
 STAGES = ("tests", "training", "sync", "throughput", "sharing")
-# seconds per subprocess stage: 120 + 2 x 80 + 200 = 480 s, leaving two minutes for training and sync
+# seconds per subprocess stage on a GPU: 120 + 2 x 80 + 200 = 480 s, leaving two minutes for
+# training and sync; the CPU smoke check gets CPU_SLOWER times as long
 LIMITS = {"tests": 120, "throughput": 80, "sharing": 200}
+CPU_SLOWER = 4
 logger = logging.getLogger("benchmarks.gpu_check")
 
 
@@ -144,6 +146,10 @@ def run_module(argv: list[str], limit: float, data_dir: str) -> tuple[int | None
         return None, proc.communicate()[0]
 
 
+def limit(args: argparse.Namespace, stage: str) -> float:
+    return LIMITS[stage] * (CPU_SLOWER if args.device == "cpu" else 1)
+
+
 def failure(code: int | None, output: str, limit: float) -> dict[str, Any]:
     reason = f"ran past its {limit:.0f} s limit" if code is None else f"exited with code {code}"
     return {"status": "failed", "error": reason, "output_tail": output[-3000:]}
@@ -154,10 +160,10 @@ def tests(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         junit = Path(folder) / "junit.xml"
         argv = ["pytest", "-m", "cuda", "-rs", "-p", "no:cacheprovider", f"--junitxml={junit}", "tests"]
-        code, output = run_module(argv, LIMITS["tests"], args.data_dir)
+        code, output = run_module(argv, limit(args, "tests"), args.data_dir)
         outcomes = junit_outcomes(junit) if junit.is_file() else {}
     if code not in (0, 1) or not outcomes:  # 1: some test failed, reported below
-        return failure(code, output, LIMITS["tests"])
+        return failure(code, output, limit(args, "tests"))
     statuses = [o.split(":")[0] for o in outcomes.values()]
     return {"status": worst(statuses), "tests": outcomes}
 
@@ -194,10 +200,9 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
     encoders = {"default": ["--model", args.model]}
     if not cpu:  # a random bert-base is 440 MB to write and minutes per step on a CPU
         encoders["random-init bert-base"] = ["--random-init", "bert-base"]
+    seconds = limit(args, "throughput")
     runs = {
-        name: benchmark(
-            "benchmarks.throughput", [*encoder, "--device", args.device, *sizes], LIMITS["throughput"], args.data_dir
-        )
+        name: benchmark("benchmarks.throughput", [*encoder, "--device", args.device, *sizes], seconds, args.data_dir)
         for name, encoder in encoders.items()
     }
     return {"status": worst(r["status"] for r in runs.values()), "runs": runs}
@@ -205,9 +210,9 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
 
 def sharing(args: argparse.Namespace) -> dict[str, Any]:
     counts, steps = ("1,2", "2") if args.device == "cpu" else ("1,2,4", "50")
-    limit = LIMITS["sharing"]
+    seconds = limit(args, "sharing")
     argv = ["--model", args.model, "--device", args.device, "--trials-per-gpu", counts, "--steps", steps]
-    return benchmark("benchmarks.gpu_sharing", [*argv, "--timeout", str(limit - 20)], limit, args.data_dir)
+    return benchmark("benchmarks.gpu_sharing", [*argv, "--timeout", str(seconds - 20)], seconds, args.data_dir)
 
 
 # -- the check ------------------------------------------------------------------------
