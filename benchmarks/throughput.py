@@ -1,6 +1,6 @@
 """``python -m benchmarks.throughput``: training throughput, measured as ratios in one run.
 
-1. The multitask loop (``Trainer.step`` over two tasks drawn by the real sampler: task
+1. The multitask loop (``Trainer.train_steps`` over two tasks drawn by the real sampler: task
    switching between heads, batch iteration, collate, clipping, scheduler) against a
    bare PyTorch loop with the same recipe (forward, backward, clipping, AdamW, LR schedule,
    the run's precision) over the *identical* sequence of (task, batch) pairs, pre-collated,
@@ -9,8 +9,9 @@
    on the first task's rows (SemEval QA_B), both through the bare loop. Goal: >= 2x.
 
 It also reports real (unpadded) tokens per second and, where the device's peak is known
-(``benchmarks.peaks`` or ``--peak-tflops``), model FLOPs utilization: 6 x parameters x real
-tokens trained / seconds / peak.
+(``benchmarks.peaks`` or ``--peak-tflops``), model FLOPs utilization: 6 x non-embedding
+parameters x real tokens trained / seconds / peak (embedding lookups do no matmul; the
+scaling-law convention of Kaplan et al. 2020).
 
 Each round runs the contenders' blocks in ABBA order, and both blocks of each half
 train on the same batches, so machine-load drift and batch lengths hit both alike.
@@ -19,27 +20,25 @@ train on the same batches, so machine-load drift and batch lengths hit both alik
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import os
 import pickle
-import platform
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
-from benchmarks.peaks import model_flops, peak_tflops
-from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
-from trainables.batching import TaskBatches, collate, default_cache_dir, to_device
+from benchmarks import options
+from benchmarks.options import FIXED_LENGTH, benchmark_config
+from benchmarks.peaks import model_flops, non_embedding_parameters, peak_tflops
+from trainables.batching import TaskBatches, collate, to_device
 from trainables.cli import setup_logging
-from trainables.config import DEFAULT_MODEL, PRECISIONS, EncoderConfig, SamplingConfig, TrainConfig
-from trainables.data import resolve_data_dir
 from trainables.loop import Trainer
 
 EPOCH = 0  # the sampler's epoch throughout (the "random" schema's distribution is fixed anyway)
-FIXED_LENGTH = 128
+CONTENDERS = ("loop", "bare", "dynamic", "fixed128")
+WARMUP_STEPS_PER_TASK = 2  # two batch widths: with --compile, the dynamic-shape graph is built in warm-up
 Step = tuple[int, np.ndarray]  # (task index, rows of that task's training split)
 Batch = tuple[str, dict[str, torch.Tensor]]  # (task name, collated CPU tensors)
 
@@ -149,186 +148,168 @@ def tokens_in(trainer: Trainer, steps: list[Step]) -> int:
 
 
 # -- the benchmark ----------------------------------------------------------------
-def benchmark(trainer: Trainer, steps: int, padding_steps: int, rounds: int) -> dict:
-    """Interleaved ABBA rounds of loop vs bare and dynamic vs fixed padding; medians of per-round ratios."""
-    padding_task = trainer.names[0]
-    padding_data = trainer.data[padding_task].train
-    # its own row stream, so the padding blocks leave the loop's batches untouched
-    padding_batches = TaskBatches(len(padding_data), trainer.config.batch_size, seed=1)
+class PaddingBlocks:
+    """Bare-loop blocks on the first task's rows, padded dynamically or to a fixed length. The rows
+    come from their own stream, so these blocks leave the loop's batches untouched."""
 
-    def padding_blocks(fixed_length: int | None, rows: list[np.ndarray]) -> float:
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer, self.task = trainer, trainer.names[0]
+        self.data = trainer.data[self.task].train
+        self.rows = TaskBatches(len(self.data), trainer.config.batch_size, seed=1)
+
+    def draw(self, n: int) -> list[np.ndarray]:
+        return [self.rows.next() for _ in range(n)]
+
+    def seconds(self, rows: list[np.ndarray], fixed_length: int | None) -> float:
+        t = self.trainer
+        kind = t.kinds[self.task]
         batches = [
-            (
-                padding_task,
-                collate(
-                    padding_data,
-                    r,
-                    trainer.padding,
-                    trainer.kinds[padding_task],
-                    fixed_length,
-                    multiple=trainer.pad_multiple,
-                ),
-            )
-            for r in rows
+            (self.task, collate(self.data, r, t.padding, kind, fixed_length, multiple=t.pad_multiple)) for r in rows
         ]
-        return bare_steps(trainer, batches)
+        return bare_steps(t, batches)
 
-    # warm-up: allocator, kernels, the encoder's optimizer state, the fixed-length shapes
-    plan, after = peek(trainer, 2)
-    bare_steps(trainer, collated(trainer, plan))
+
+def warm_up(trainer: Trainer, steps_per_task: int = WARMUP_STEPS_PER_TASK) -> None:
+    """The allocator, kernels and optimizer state, and with ``--compile`` every graph: each task's
+    batches through the bare loop (a task the sampler happened not to draw would compile inside a
+    timed block), then the loop itself. Rows come from their own streams; the loop's are untouched."""
+    for t, name in enumerate(trainer.names):
+        rows = TaskBatches(len(trainer.data[name].train), trainer.config.batch_size, seed=2)
+        bare_steps(trainer, collated(trainer, [(t, rows.next()) for _ in range(steps_per_task)]))
+    plan, after = peek(trainer, steps_per_task)
     loop_steps(trainer, len(plan), after)
-    warm = [padding_batches.next()]
-    padding_blocks(None, warm)
-    padding_blocks(FIXED_LENGTH, warm)
 
-    seconds = {"loop": 0.0, "bare": 0.0, "dynamic": 0.0, "fixed128": 0.0}
-    rows = {"loop": 0, "padding": 0}
-    tokens = 0
-    task_steps = {n: 0 for n in trainer.names}
-    loop_ratios, padding_ratios = [], []
+
+@dataclass
+class Tally:
+    """Seconds, rows and tokens of every round, and each round's ratios."""
+
+    task_steps: dict[str, int]
+    seconds: dict[str, float] = field(
+        default_factory=lambda: dict.fromkeys(("loop", "bare", "dynamic", "fixed128"), 0.0)
+    )
+    loop_rows: int = 0
+    loop_tokens: int = 0
+    padding_rows: int = 0
+    loop_ratios: list[float] = field(default_factory=list)
+    padding_ratios: list[float] = field(default_factory=list)
+
+
+def loop_vs_bare(trainer: Trainer, steps: int, tally: Tally) -> None:
+    """B A | A B, each half on the batches the loop draws next."""
+    plan1, after1 = peek(trainer, steps)
+    bare = bare_steps(trainer, collated(trainer, plan1))
+    loop = loop_steps(trainer, steps, after1)
+    plan2, after2 = peek(trainer, steps)
+    loop += loop_steps(trainer, steps, after2)
+    bare += bare_steps(trainer, collated(trainer, plan2))
+    tally.loop_ratios.append(bare / loop)  # both trained on the same rows: time ratio = throughput ratio
+    tally.seconds["loop"] += loop
+    tally.seconds["bare"] += bare
+    tally.loop_rows += rows_in(plan1) + rows_in(plan2)
+    tally.loop_tokens += tokens_in(trainer, plan1 + plan2)
+    for t, _ in plan1 + plan2:
+        tally.task_steps[trainer.names[t]] += 1
+
+
+def dynamic_vs_fixed(padding: PaddingBlocks, steps: int, tally: Tally) -> None:
+    """A B | B A, each half on one list of batches."""
+    rows1 = padding.draw(steps)
+    dynamic = padding.seconds(rows1, None)
+    fixed = padding.seconds(rows1, FIXED_LENGTH)
+    rows2 = padding.draw(steps)
+    fixed += padding.seconds(rows2, FIXED_LENGTH)
+    dynamic += padding.seconds(rows2, None)
+    tally.padding_ratios.append(fixed / dynamic)
+    tally.seconds["dynamic"] += dynamic
+    tally.seconds["fixed128"] += fixed
+    tally.padding_rows += sum(map(len, rows1 + rows2))
+
+
+def benchmark(trainer: Trainer, steps: int, padding_steps: int, rounds: int) -> dict[str, Any]:
+    """Interleaved ABBA rounds of loop vs bare and dynamic vs fixed padding; medians of per-round ratios."""
+    padding = PaddingBlocks(trainer)
+    warm_up(trainer)
+    warm = padding.draw(1)  # and the fixed-length shapes
+    padding.seconds(warm, None)
+    padding.seconds(warm, FIXED_LENGTH)
+    tally = Tally(dict.fromkeys(trainer.names, 0))
     for _ in range(rounds):
-        # loop vs bare: B A | A B, each half on the batches the loop draws next
-        plan1, after1 = peek(trainer, steps)
-        bare = bare_steps(trainer, collated(trainer, plan1))
-        loop = loop_steps(trainer, steps, after1)
-        plan2, after2 = peek(trainer, steps)
-        loop += loop_steps(trainer, steps, after2)
-        bare += bare_steps(trainer, collated(trainer, plan2))
-        # dynamic vs fixed padding: A B | B A, each half on one list of batches
-        rows1 = [padding_batches.next() for _ in range(padding_steps)]
-        dynamic = padding_blocks(None, rows1)
-        fixed = padding_blocks(FIXED_LENGTH, rows1)
-        rows2 = [padding_batches.next() for _ in range(padding_steps)]
-        fixed += padding_blocks(FIXED_LENGTH, rows2)
-        dynamic += padding_blocks(None, rows2)
+        loop_vs_bare(trainer, steps, tally)
+        dynamic_vs_fixed(padding, padding_steps, tally)
+    return summarize(trainer, padding.task, tally)
 
-        # both contenders of a pair trained on the same rows, so time ratios are throughput ratios
-        loop_ratios.append(bare / loop)
-        padding_ratios.append(fixed / dynamic)
-        for key, value in (("loop", loop), ("bare", bare), ("dynamic", dynamic), ("fixed128", fixed)):
-            seconds[key] += value
-        rows["loop"] += rows_in(plan1) + rows_in(plan2)
-        tokens += tokens_in(trainer, plan1 + plan2)
-        rows["padding"] += sum(map(len, rows1 + rows2))
-        for t, _ in plan1 + plan2:
-            task_steps[trainer.names[t]] += 1
 
+def summarize(trainer: Trainer, padding_task: str, tally: Tally) -> dict[str, Any]:
     lengths = {n: trainer.data[n].train.lengths() for n in trainer.names}
+    seconds = tally.seconds
     return {
         "tasks": trainer.names,
-        "loop_steps_per_task": task_steps,
+        "loop_steps_per_task": tally.task_steps,
         "padding_task": padding_task,
         "tokens_mean": {n: float(v.mean()) for n, v in lengths.items()},
         "tokens_max": {n: int(v.max()) for n, v in lengths.items()},
-        "loop_samples_per_s": rows["loop"] / seconds["loop"],
-        "bare_samples_per_s": rows["loop"] / seconds["bare"],
-        "loop_tokens_per_s": tokens / seconds["loop"],
-        "bare_tokens_per_s": tokens / seconds["bare"],
-        "dynamic_samples_per_s": rows["padding"] / seconds["dynamic"],
-        "fixed128_samples_per_s": rows["padding"] / seconds["fixed128"],
-        "loop_vs_bare_ratio": float(np.median(loop_ratios)),
-        "loop_vs_bare_per_round": loop_ratios,
-        "dynamic_padding_speedup": float(np.median(padding_ratios)),
-        "dynamic_padding_per_round": padding_ratios,
+        "loop_samples_per_s": tally.loop_rows / seconds["loop"],
+        "bare_samples_per_s": tally.loop_rows / seconds["bare"],
+        "loop_tokens_per_s": tally.loop_tokens / seconds["loop"],
+        "bare_tokens_per_s": tally.loop_tokens / seconds["bare"],
+        "dynamic_samples_per_s": tally.padding_rows / seconds["dynamic"],
+        "fixed128_samples_per_s": tally.padding_rows / seconds["fixed128"],
+        "loop_vs_bare_ratio": float(np.median(tally.loop_ratios)),
+        "loop_vs_bare_per_round": tally.loop_ratios,
+        "dynamic_padding_speedup": float(np.median(tally.padding_ratios)),
+        "dynamic_padding_per_round": tally.padding_ratios,
     }
 
 
-def benchmark_config(args: argparse.Namespace, model: str, seed: int = 0, **options: Any) -> TrainConfig:
-    """What both benchmarks train: ``--tasks`` sampled at random, batches of ``--batch-size``
-    at up to FIXED_LENGTH tokens, with ``--device`` and ``--precision``, plus ``options``."""
-    tasks = tuple(t for t in args.tasks.split(",") if t)
-    return TrainConfig(
-        tasks=tasks,
-        primary=tasks[0],
-        sampling=SamplingConfig(schema="random"),
-        encoder=EncoderConfig(model=model, max_seq_length=FIXED_LENGTH),
-        batch_size=args.batch_size,
-        max_train_examples=2400,
-        max_eval_examples=25,
-        data_dir=str(resolve_data_dir(args.data_dir)),
-        evaluate_test=False,
-        device=args.device,
-        seed=seed,
-        precision=args.precision,
-        lr=1e-5,
-        epochs=100,  # a long schedule: no warm-up cliff or decay to zero inside the benchmark
-        **options,
-    )
+def device_name(device: torch.device) -> str:
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m benchmarks.throughput",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--model", default=DEFAULT_MODEL, help="any AutoModel name or local path")
-    p.add_argument(
-        "--random-init",
-        choices=sorted(SHAPES),
-        metavar="SHAPE",
-        help="instead of --model's weights, a randomly initialised encoder of this shape ("
-        + "; ".join(describe(s) for s in SHAPES)
-        + "); throughput depends on the architecture, not the weights",
-    )
-    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="auto: CUDA when available")
-    p.add_argument(
-        "--tasks",
-        default="semeval,sst2",
-        help="tasks of the multitask loop, sampled uniformly; the first also runs the padding comparison",
-    )
+def flops(trainer: Trainer, results: dict[str, Any], peak: float | None) -> dict[str, Any]:
+    """Model TFLOP/s and MFU of both contenders: 6 x non-embedding parameters x real tokens."""
+    n = non_embedding_parameters(trainer.model)
+    per_s = {k: model_flops(n, 1) * results[f"{k}_tokens_per_s"] for k in ("loop", "bare")}
+    return {
+        "parameters": sum(p.numel() for p in trainer.model.parameters()),
+        "non_embedding_parameters": n,
+        "flops_per_token": "6 x non_embedding_parameters (embedding lookups do no matmul; Kaplan et al. 2020)",
+        "peak_tflops": peak,
+        "loop_model_tflops_per_s": per_s["loop"] / 1e12,
+        "loop_mfu": per_s["loop"] / (peak * 1e12) if peak else None,
+        "bare_mfu": per_s["bare"] / (peak * 1e12) if peak else None,
+    }
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = options.parser("python -m benchmarks.throughput", __doc__, devices=("auto", "cpu", "cuda"))
     p.add_argument("--steps", type=int, default=8, help="training steps per loop/bare block")
     p.add_argument("--padding-steps", type=int, default=2, help="training steps per dynamic/fixed-128 block")
     p.add_argument("--rounds", type=int, default=6, help="ABBA rounds; the summary takes medians over them")
-    p.add_argument("--batch-size", type=int, default=24)
-    p.add_argument(
-        "--precision",
-        choices=PRECISIONS,
-        default="auto",
-        help="auto: bf16 on CUDA with native bf16, fp16 on older CUDA, fp32 on CPU",
-    )
-    p.add_argument("--compile", action="store_true", help="torch.compile the forward (loop and bare alike)")
+    p.add_argument("--compile", action="store_true", help="torch.compile the encoder (loop and bare alike)")
     p.add_argument("--no-prefetch", action="store_true", help="collate in the training thread")
     p.add_argument(
         "--peak-tflops",
         type=float,
         help="the device's peak TFLOPS at --precision, for MFU (default: benchmarks.peaks' table)",
     )
-    p.add_argument("--data-dir")
-    p.add_argument("--out", help="also write the JSON summary here")
-    args = p.parse_args()
-    if args.device == "cuda" and not torch.cuda.is_available():
-        p.error("--device cuda: no CUDA device is visible to torch")
-    setup_logging()
+    return options.parse(p, argv)
 
-    model, label = args.model, args.model
-    if args.random_init:
-        model, label = (
-            str(save_random_encoder(args.random_init, default_cache_dir() / "random-encoders")),
-            describe(args.random_init),
-        )
-    config = benchmark_config(args, model, compile=args.compile, prefetch=not args.no_prefetch)
-    trainer = Trainer(config)
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    setup_logging()
+    model, label = options.encoder(args)
+    trainer = Trainer(benchmark_config(args, model, compile=args.compile, prefetch=not args.no_prefetch))
     load_before = os.getloadavg()[0]
     results = benchmark(trainer, args.steps, args.padding_steps, args.rounds)
     load_after = os.getloadavg()[0]  # this benchmark alone adds about its thread count
 
-    device = trainer.device
-    device_name = torch.cuda.get_device_name(device) if device.type == "cuda" else str(device)
-    parameters = sum(p.numel() for p in trainer.model.parameters())
-    peak = args.peak_tflops or (peak_tflops(device_name, trainer.precision.name) if device.type == "cuda" else None)
-    flops = {
-        "parameters": parameters,
-        "peak_tflops": peak,
-        "loop_model_tflops_per_s": model_flops(parameters, 1) * results["loop_tokens_per_s"] / 1e12,
-        "loop_mfu": model_flops(parameters, 1) * results["loop_tokens_per_s"] / (peak * 1e12) if peak else None,
-        "bare_mfu": model_flops(parameters, 1) * results["bare_tokens_per_s"] / (peak * 1e12) if peak else None,
-    }
+    name = device_name(trainer.device)
+    peak = args.peak_tflops or (peak_tflops(name, trainer.precision.name) if trainer.device.type == "cuda" else None)
     summary = {
-        "date": datetime.date.today().isoformat(),
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, torch {torch.__version__}, "
-        f"threads {torch.get_num_threads()}",
-        "device": device_name,
+        **options.header(),
+        "device": name,
         "model": label,
         "precision": trainer.precision.name,
         "pad_to_multiple_of": trainer.pad_multiple,
@@ -340,13 +321,10 @@ def main() -> None:
         "rounds": args.rounds,
         "load_average_1min": {"start": load_before, "end": load_after},
         **results,
-        **flops,
+        **flops(trainer, results, peak),
     }
-    print(json.dumps(summary, indent=2))
-    if args.out:
-        from trainables.cli import write_json
-
-        write_json(args.out, summary)
+    options.report(summary, args.out)
+    return summary
 
 
 if __name__ == "__main__":

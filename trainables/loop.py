@@ -3,12 +3,15 @@
 ``train(config)`` yields one metrics dict per epoch. ``Trainer`` holds the whole
 state (model, optimiser, scheduler, sampler and batch RNGs) behind
 ``state_dict``/``load_state_dict`` so a wrapper can checkpoint between epochs
-and a resumed run continues exactly as an uninterrupted one would.
+and a resumed run continues as an uninterrupted one would: bit for bit on the CPU, within
+tolerance on CUDA, whose kernels are not deterministic (no determinism flags are set, and
+SDPA's memory-efficient backward with a padding mask accumulates in no fixed order).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import pickle
 import time
@@ -41,6 +44,10 @@ from trainables.sampling import make_sampler, steps_per_epoch
 from trainables.tasks import Example, Task, get_task
 
 logger = logging.getLogger(__name__)
+
+
+# how AdamW runs on this device, not what it learned: never taken from a checkpoint
+OPTIMIZER_FLAGS = ("foreach", "fused", "capturable", "differentiable")
 
 
 class DivergedError(RuntimeError):
@@ -98,9 +105,13 @@ def check_distinct_names(tasks: dict[str, Task]) -> None:
 
 
 def resolve_device(name: str) -> torch.device:
+    """``auto``: CUDA when available, else the CPU; a CUDA device always with its index."""
     if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(name)
+        name = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(name)
+    if device.type == "cuda" and device.index is None:  # the RNG state saved is this one device's
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
 
 
 class Trainer:
@@ -138,23 +149,33 @@ class Trainer:
         self.pad_multiple = padding_multiple(config.pad_to_multiple_of, self.device)
         if self.device.type == "cuda":
             configure_cuda_math()
-        self.forward = torch.compile(self.model, dynamic=True) if config.compile else self.model
+        self.forward = self._compiled_forward() if config.compile else self.model
         # fused: one kernel for the whole update on CUDA; the CPU keeps the default (foreach) path
         self.optimizer = torch.optim.AdamW(self._param_groups(), lr=config.lr, fused=self.device.type == "cuda" or None)
         # the schedule counts optimizer steps; an epoch's last one may take fewer than grad_accum micro-batches
         self.updates_per_epoch = -(-self.steps_per_epoch // config.grad_accum)
-        total = self.updates_per_epoch * config.epochs
-        warmup = int(config.warmup * total)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+        self.scheduler = self._scheduler(self.updates_per_epoch * config.epochs)
+        self.epoch = 0
+        # Each run owns its torch RNG (dropout), so several seeds can interleave epochs in one
+        # process and each still matches its standalone run. On CUDA only its own device's
+        # generator: a resumed trial may see fewer GPUs, and a CPU run creates no CUDA context.
+        self.torch_rng = torch.get_rng_state()
+        self.cuda_rng = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        self.loss_fn = nn.CrossEntropyLoss()  # ignores IGNORE (-100) positions by default
+
+    def _compiled_forward(self) -> Callable[..., torch.Tensor]:
+        # the shared encoder only: a compiled whole model guards on the task name, one graph per
+        # task, and past 8 recompiles silently runs eager; the heads are cheap
+        encoder = torch.compile(self.model.encoder, dynamic=True)
+        return functools.partial(self.model, encoder=encoder)
+
+    def _scheduler(self, total: int) -> torch.optim.lr_scheduler.LambdaLR:
+        """Linear warm-up over ``config.warmup`` of the ``total`` optimizer steps, then linear decay to 0."""
+        warmup = int(self.config.warmup * total)
+        return torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,
             lambda step: step / max(1, warmup) if step < warmup else max(0.0, (total - step) / max(1, total - warmup)),
         )
-        self.epoch = 0
-        # Each run owns its torch RNG (dropout), so several seeds can interleave
-        # epochs in one process and each still matches its standalone run.
-        self.torch_rng = torch.get_rng_state()
-        self.cuda_rng = torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None
-        self.loss_fn = nn.CrossEntropyLoss()  # ignores IGNORE (-100) positions by default
 
     def _param_groups(self) -> list[dict[str, Any]]:
         # no weight decay on biases and LayerNorm weights, as in BERT
@@ -249,14 +270,14 @@ class Trainer:
 
     def run_epoch(self) -> dict[str, float]:
         """Train one epoch, evaluate on dev (and test after the last epoch); return the metrics."""
-        with torch.random.fork_rng(devices=range(torch.cuda.device_count()) if self.cuda_rng is not None else []):
+        with torch.random.fork_rng(devices=[self.device] if self.cuda_rng is not None else []):
             torch.set_rng_state(self.torch_rng)
             if self.cuda_rng is not None:
-                torch.cuda.set_rng_state_all(self.cuda_rng)
+                torch.cuda.set_rng_state(self.cuda_rng, self.device)
             metrics = self._run_epoch()
             self.torch_rng = torch.get_rng_state()
             if self.cuda_rng is not None:
-                self.cuda_rng = torch.cuda.get_rng_state_all()
+                self.cuda_rng = torch.cuda.get_rng_state(self.device)
         return metrics
 
     def _run_epoch(self) -> dict[str, float]:
@@ -324,16 +345,26 @@ class Trainer:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.epoch = int(state["epoch"])
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self._load_optimizer(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.sampler.load_state_dict(state["sampler"])
         for b, s in zip(self.batches, state["batches"]):
             b.load_state_dict(s)
         self.torch_rng = state["torch_rng"].cpu()
-        if state.get("cuda_rng") is not None and self.cuda_rng is not None:
-            self.cuda_rng = [s.cpu() for s in state["cuda_rng"]]  # map_location moved them; RNG states live on the host
+        cuda_rng = state.get("cuda_rng")
+        if cuda_rng is not None and self.cuda_rng is not None:
+            if isinstance(cuda_rng, list | tuple):  # written before: one state per visible GPU
+                cuda_rng = cuda_rng[min(self.device.index or 0, len(cuda_rng) - 1)]
+            self.cuda_rng = cuda_rng.cpu()  # map_location moved it; RNG states live on the host
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
+
+    def _load_optimizer(self, state: dict[str, Any]) -> None:
+        # load_state_dict adopts the saved groups' flags: a checkpoint from a CPU-fallback node would
+        # leave a GPU run on unfused AdamW (an .item() per parameter per step). Keep this device's.
+        own = [{k: g[k] for k in OPTIMIZER_FLAGS if k in g} for g in self.optimizer.param_groups]
+        groups = [{**saved, **flags} for saved, flags in zip(state["param_groups"], own)]
+        self.optimizer.load_state_dict({**state, "param_groups": groups})
 
     def save(self, path: str | Path) -> None:
         torch.save(self.state_dict(), path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
@@ -13,6 +13,11 @@ from torch import nn
 from trainables.config import DEFAULT_MODEL, EncoderConfig
 
 logger = logging.getLogger(__name__)
+
+# Encoders whose SDPA attention takes a prebuilt 4-D mask as given (transformers 5.24's
+# masking_utils returns a 4-D mask unchanged). From a 2-D mask it evaluates
+# padding_mask.all() in a Python condition, a host sync on every forward on CUDA.
+PREBUILT_MASK_TYPES = frozenset({"bert", "roberta", "electra", "albert", "distilbert"})
 
 
 def resolve_model_path(model: str) -> str:
@@ -84,6 +89,7 @@ class MultitaskModel(nn.Module):
         hidden = encoder.config.hidden_size if hasattr(encoder.config, "hidden_size") else encoder.config.d_model
         self.dropout = nn.Dropout(dropout)
         self.heads = nn.ModuleDict({head_key(task): nn.Linear(hidden, n) for task, (n, _) in heads.items()})
+        self.prebuilt_mask = takes_prebuilt_mask(encoder)
 
     def forward(
         self,
@@ -91,15 +97,36 @@ class MultitaskModel(nn.Module):
         input_ids: torch.Tensor,  # (B, T)
         attention_mask: torch.Tensor,  # (B, T)
         token_type_ids: torch.Tensor | None = None,
+        encoder: Callable[..., object] | None = None,
     ) -> torch.Tensor:
-        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        """Logits of ``task``'s head. ``encoder``: called instead of ``self.encoder``, whose
+        weights it shares (the trainer's compiled encoder)."""
+        inputs = {"input_ids": input_ids, "attention_mask": encoder_mask(attention_mask, self.prebuilt_mask)}
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
-        hidden = self.encoder(**inputs).last_hidden_state  # (B, T, H)
+        hidden = (self.encoder if encoder is None else encoder)(**inputs).last_hidden_state  # (B, T, H)
         head = self.heads[head_key(task)]
         if self.kinds[task] == "tagging":
             return head(self.dropout(hidden))  # (B, T, C)
         return head(self.dropout(summarize(hidden, attention_mask, self.summary)))  # (B, C)
+
+
+def takes_prebuilt_mask(encoder: nn.Module) -> bool:
+    """Whether ``encoder`` is fed a 4-D mask (see PREBUILT_MASK_TYPES); other encoders, and
+    eager attention, which adds a float mask, get the 2-D one."""
+    config = encoder.config
+    # _attn_implementation: transformers' own record of the attention in use (no public accessor in 5.24)
+    return config.model_type in PREBUILT_MASK_TYPES and getattr(config, "_attn_implementation", None) == "sdpa"
+
+
+def encoder_mask(attention_mask: torch.Tensor, prebuilt: bool) -> torch.Tensor:
+    """(B, T) -> (B, 1, T, T) boolean, True where query i may attend key j, as transformers'
+    ``sdpa_mask`` builds it (bit-identical results on the CPU; on CUDA a batch without padding
+    now keeps its all-True mask, where transformers would drop it); unchanged unless ``prebuilt``."""
+    if not prebuilt:
+        return attention_mask
+    batch, width = attention_mask.shape
+    return attention_mask[:, None, None, :].bool().expand(batch, 1, width, width)
 
 
 def head_key(task: str) -> str:

@@ -4,7 +4,8 @@ The only core module that imports Ray. Every epoch it reports, for every
 metric, the seed mean and standard deviation (ASHA decides on the mean), the
 per-seed values of the primary task's scores and of the objective, and
 checkpoints every seed's full training state, so a retried or restored trial
-continues where it stopped with the result it would have had.
+continues where it stopped with the result it would have had: bit for bit on the CPU,
+within tolerance on CUDA (its kernels are not deterministic; ``trainables/loop.py``).
 
 A diverged run (NaN loss) is not an error for Tune: retrying it from its last
 checkpoint would diverge again, so the trial reports one final result flagged
@@ -66,25 +67,31 @@ def seed_values_kept(key: str, primary: str, objective: str) -> bool:
 
 
 def placement() -> dict[str, Any]:
-    """Where this trial runs, and the device it trains on (CPU fallback when a GPU is missing)."""
+    """Where this trial runs, and the device it trains on (see :func:`training_device`)."""
     import ray
 
     context = ray.get_runtime_context()
     gpus = tune.get_context().get_trial_resources().required_resources.get("GPU", 0) if _in_tune() else 0
-    cuda = torch.cuda.is_available()
-    device = "cuda" if cuda else "cpu"
-    fallback = bool(gpus) and not cuda
+    device, fallback = training_device(gpus, torch.cuda.is_available())
     if fallback:
         logger.warning("trial was given %s GPU but no CUDA device is visible: training on the CPU", gpus)
     return {
         "node_id": context.get_node_id(),
         "node_ip": ray.util.get_node_ip_address(),
         "hostname": socket.gethostname(),
-        "device": torch.cuda.get_device_name(0) if cuda else "cpu",
+        "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu",
         "torch_device": device,
         "gpus_requested": float(gpus),
         "cpu_fallback": fallback,
     }
+
+
+def training_device(gpus_requested: float, cuda_visible: bool) -> tuple[str, bool]:
+    """``(torch device, CPU fallback)`` of a trial. CUDA only when the trial requested a GPU: a
+    GPU visible to a 0-GPU trial is not reserved for it (Ray may have given it to another)."""
+    if not gpus_requested:
+        return "cpu", False
+    return ("cuda", False) if cuda_visible else ("cpu", True)
 
 
 THREAD_EXIT_WAIT_S = 10.0
@@ -156,43 +163,57 @@ def multitask_trainable(
     from trainables.cli import setup_logging
 
     setup_logging()  # worker process: quiet transformers' progress bars, keep our progress lines
-    base = TrainConfig.from_dict(config["train"])
     seeds = [int(s) for s in config["seeds"]]
-    objective = metric or config.get("metric", "objective")
     where = placement()
-    base = base.with_(device=where["torch_device"])
+    base = TrainConfig.from_dict(config["train"]).with_(device=where["torch_device"])
     torch.set_num_threads(max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1))))
 
     tokenizer = load_tokenizer(base.encoder)
-    if data is None or not set(base.tasks) <= set(data) or signature != data_signature(base, tokenizer):
-        data = prepare_data(base, tokenizer)  # on-disk cache: tokenized once per node
-    data = {spec: data[spec] for spec in base.tasks}
+    data = trial_data(base, tokenizer, data, signature)
     label = str(config.get("label", ""))  # the trial's run name, "t03 sst2+pos square"
     trainers = [Trainer(base.with_(seed=s), data, tokenizer, name=f"{label} seed {s}".strip()) for s in seeds]
-
-    checkpoint = tune.get_checkpoint()
-    where["restored_from_epoch"] = 0
-    if checkpoint:
-        with checkpoint.as_directory() as directory:
-            for seed, trainer in zip(seeds, trainers):
-                trainer.load(Path(directory) / f"seed-{seed}.pt")
-        where["restored_from_epoch"] = trainers[0].epoch
-        logger.info(
-            "resumed %s from its epoch-%d checkpoint on %s", config.get("key", ""), trainers[0].epoch, where["hostname"]
-        )
-
+    where["restored_from_epoch"] = restore(trainers, seeds, str(config.get("key", "")), where["hostname"])
+    objective = metric or config.get("metric", "objective")
     primary = data[base.primary].task.name  # "semeval" for the spec "semeval:NLI_M"
+    train_and_report(trainers, seeds, objective, primary, where, str(config.get("key", "")))
 
-    def keep_seeds(key: str) -> bool:
-        return seed_values_kept(key, primary, objective)
 
-    while trainers[0].epoch < base.epochs:
+def trial_data(
+    base: TrainConfig, tokenizer, data: dict[str, TaskData] | None, signature: str | None
+) -> dict[str, TaskData]:
+    """The driver's shared data where it fits this trial, else the trial's own; its tasks only."""
+    if data is None or not set(base.tasks) <= set(data) or signature != data_signature(base, tokenizer):
+        data = prepare_data(base, tokenizer)  # on-disk cache: tokenized once per node
+    return {spec: data[spec] for spec in base.tasks}
+
+
+def restore(trainers: Sequence[Trainer], seeds: Sequence[int], key: str, hostname: str) -> int:
+    """Load every seed's state from Tune's checkpoint, if the trial has one; the epoch it resumes after."""
+    checkpoint = tune.get_checkpoint()
+    if not checkpoint:
+        return 0
+    with checkpoint.as_directory() as directory:
+        for seed, trainer in zip(seeds, trainers):
+            trainer.load(Path(directory) / f"seed-{seed}.pt")
+    logger.info("resumed %s from its epoch-%d checkpoint on %s", key, trainers[0].epoch, hostname)
+    return trainers[0].epoch
+
+
+def train_and_report(
+    trainers: Sequence[Trainer], seeds: Sequence[int], objective: str, primary: str, where: dict[str, Any], key: str
+) -> None:
+    """Train every seed epoch by epoch; report the aggregate and checkpoint all seeds after each."""
+
+    def keep_seeds(metric: str) -> bool:
+        return seed_values_kept(metric, primary, objective)
+
+    while trainers[0].epoch < trainers[0].config.epochs:
         epoch = trainers[0].epoch + 1
         try:
             per_seed = [trainer.run_epoch() for trainer in trainers]
         except DivergedError as exc:
             reason = f"DivergedError: {exc}"
-            logger.error("%s diverged: %s", config.get("key", ""), reason)
+            logger.error("%s diverged: %s", key, reason)
             tune.report({**diverged_result(objective, epoch, reason), **where})
             return
         per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score

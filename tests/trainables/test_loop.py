@@ -303,3 +303,60 @@ def test_truncation_cuts_the_sentence_never_the_auxiliary(spec, tiny_bert, data_
     short = encode([row, Example("x", "good", "film", 0)], task.kind, tokenizer, 8, sentence=task.sentence_side)
     assert short.lengths().tolist() == [8, 5]
     assert ("too short for the auxiliary" in caplog.text) == (len(aux_ids) + 3 > 8)
+
+
+def test_a_cpu_run_never_touches_cuda_even_with_a_gpu_visible(tiny_bert, monkeypatch, tmp_path):
+    def touched(*args, **kwargs):
+        raise AssertionError("a CPU run touched the CUDA RNG (and so created a CUDA context)")
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for name in ("get_rng_state", "get_rng_state_all", "set_rng_state", "set_rng_state_all"):
+        monkeypatch.setattr(torch.cuda, name, touched)
+    trainer = Trainer(tiny_config(tiny_bert, tasks=("sst2",), primary="sst2", epochs=1, device="cpu"))
+    trainer.run_epoch()
+    assert trainer.state_dict()["cuda_rng"] is None
+    # a checkpoint written on a GPU node (every visible GPU's state, as before) loads on the CPU
+    state = trainer.state_dict()
+    state["cuda_rng"] = [torch.zeros(16, dtype=torch.uint8)] * 2
+    torch.save(state, tmp_path / "gpu.pt")
+    Trainer(tiny_config(tiny_bert, tasks=("sst2",), primary="sst2", epochs=1, device="cpu")).load(tmp_path / "gpu.pt")
+
+
+def test_resume_keeps_this_devices_optimizer_flags(tiny_bert, tmp_path):
+    config = tiny_config(tiny_bert, tasks=("sst2",), primary="sst2", epochs=2)
+    first = Trainer(config)
+    first.run_epoch()
+    state = first.state_dict()
+    own = [dict(g) for g in first.optimizer.param_groups]
+    for group in state["optimizer"]["param_groups"]:  # as written by a node that ran AdamW otherwise
+        group.update(foreach=False, fused=False, capturable=True)
+    second = Trainer(config)
+    second.load_state_dict(state)
+    for group, before in zip(second.optimizer.param_groups, own):
+        assert {k: group[k] for k in ("foreach", "fused", "capturable")} == {
+            k: before[k] for k in ("foreach", "fused", "capturable")
+        }
+        assert group["lr"] == before["lr"]  # what was learned is still the checkpoint's
+
+
+def test_compile_wraps_the_shared_encoder_only(tiny_bert):
+    trainer = Trainer(tiny_config(tiny_bert, compile=True))
+    compiled = trainer.forward.keywords["encoder"]  # compiled lazily: nothing runs here
+    assert compiled._orig_mod is trainer.model.encoder
+    assert not any("_orig_mod" in key for key in trainer.model.state_dict())  # checkpoints keep their keys
+
+
+@pytest.mark.slow  # compiles the tiny encoder on the CPU (about 30 s on 2 cores)
+def test_compiled_training_builds_one_graph_for_every_task(tiny_bert):
+    import torch._dynamo
+    from torch._dynamo.utils import counters, guard_failures
+
+    torch._dynamo.reset()
+    counters.clear()
+    guard_failures.clear()
+    trainer = Trainer(tiny_config(tiny_bert, compile=True, max_train_examples=64, evaluate_test=False))
+    losses, tasks = trainer.train_steps(0, 24)
+    assert len(set(tasks.tolist())) == 3 and np.isfinite(losses).all()
+    # the whole model compiled guarded on the task name: 3 graphs here, one per task
+    assert not any("task" in str(r) for failures in guard_failures.values() for r in failures)
+    assert counters["stats"]["unique_graphs"] == 1

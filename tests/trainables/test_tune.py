@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from trainables.tune import aggregate, seed_values_kept
+from trainables.tune import aggregate, seed_values_kept, training_device
 
 
 def test_aggregate_mean_std_and_per_seed():
@@ -48,6 +48,14 @@ def test_per_seed_values_only_for_primary_scores_and_objective():
         if seed_values_kept(k, "semeval", "train/loss/mean")
     ]
     assert kept == ["semeval/dev/acc_4way", "semeval/test/acc_2way", "train/loss"]
+
+
+def test_a_trial_trains_on_cuda_only_when_it_requested_a_gpu():
+    assert training_device(1, cuda_visible=True) == ("cuda", False)
+    assert training_device(0.25, cuda_visible=True) == ("cuda", False)
+    assert training_device(0, cuda_visible=True) == ("cpu", False)  # a visible GPU is not this trial's
+    assert training_device(1, cuda_visible=False) == ("cpu", True)  # given a GPU it cannot see: fallback
+    assert training_device(0, cuda_visible=False) == ("cpu", False)
 
 
 def test_aggregate_over_seeds_that_have_the_key():
