@@ -146,7 +146,7 @@ def run_module(argv: list[str], limit: float, data_dir: str) -> tuple[int | None
         return None, proc.communicate()[0]
 
 
-def limit(args: argparse.Namespace, stage: str) -> float:
+def time_limit(args: argparse.Namespace, stage: str) -> float:
     return LIMITS[stage] * (CPU_SLOWER if args.device == "cpu" else 1)
 
 
@@ -160,10 +160,10 @@ def tests(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         junit = Path(folder) / "junit.xml"
         argv = ["pytest", "-m", "cuda", "-rs", "-p", "no:cacheprovider", f"--junitxml={junit}", "tests"]
-        code, output = run_module(argv, limit(args, "tests"), args.data_dir)
+        code, output = run_module(argv, time_limit(args, "tests"), args.data_dir)
         outcomes = junit_outcomes(junit) if junit.is_file() else {}
     if code not in (0, 1) or not outcomes:  # 1: some test failed, reported below
-        return failure(code, output, limit(args, "tests"))
+        return failure(code, output, time_limit(args, "tests"))
     statuses = [o.split(":")[0] for o in outcomes.values()]
     return {"status": worst(statuses), "tests": outcomes}
 
@@ -200,7 +200,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
     encoders = {"default": ["--model", args.model]}
     if not cpu:  # a random bert-base is 440 MB to write and minutes per step on a CPU
         encoders["random-init bert-base"] = ["--random-init", "bert-base"]
-    seconds = limit(args, "throughput")
+    seconds = time_limit(args, "throughput")
     runs = {
         name: benchmark("benchmarks.throughput", [*encoder, "--device", args.device, *sizes], seconds, args.data_dir)
         for name, encoder in encoders.items()
@@ -210,7 +210,7 @@ def throughput(args: argparse.Namespace) -> dict[str, Any]:
 
 def sharing(args: argparse.Namespace) -> dict[str, Any]:
     counts, steps = ("1,2", "2") if args.device == "cpu" else ("1,2,4", "50")
-    seconds = limit(args, "sharing")
+    seconds = time_limit(args, "sharing")
     argv = ["--model", args.model, "--device", args.device, "--trials-per-gpu", counts, "--steps", steps]
     return benchmark("benchmarks.gpu_sharing", [*argv, "--timeout", str(seconds - 20)], seconds, args.data_dir)
 
