@@ -363,7 +363,9 @@ def test_readme_study_file_end_to_end(tmp_path, tiny_bert):
     assert parent.data.params["objective"] == "reviews/dev/acc/mean" and len(children) == 2
     assert all(c.data.tags["status"] == "completed" and "reviews/dev/acc/mean" in c.data.metrics for c in children)
     (multitask,) = [c for c in children if c.data.tags["baseline"] != "true"]
-    assert "csv:topics" in multitask.info.run_name, multitask.info.run_name  # a file task by its stem
+    # a file task by its declared name, in the run's name and params (issue 16: not its path or stem)
+    assert multitask.info.run_name.split()[1] == "topics", multitask.info.run_name
+    assert multitask.data.params["aux"] == "topics" and "/" not in multitask.data.params["tasks"]
 
     # the trial searched the auxiliary's weight (seed 3: it adds the auxiliary under a weighted schema)
     trials = [t for t in optuna_trials(tmp_path) if "duplicate_of" not in t.user_attrs]
