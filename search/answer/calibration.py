@@ -32,6 +32,7 @@ from search.answer.stats import BETTER
 from search.tracking.outcome import COMPLETED
 from search.tracking.records import OBJECTIVE, objective_seed_key
 from trainables.config import TrainConfig
+from trainables.results import seed_key
 
 PRIMARY, METRIC = "semeval", "acc_4way"
 CONFIG = TrainConfig(tasks=(PRIMARY,), primary=PRIMARY)  # the simulation trains nothing: any config will do
@@ -73,7 +74,7 @@ def simulate_study(sim: Simulation, rng: np.random.Generator) -> str:
     for role, row in (("winner", winner_row), ("opponent", opponent_row)):
         c = Contender(role, row, CONFIG)
         final = {objective_seed_key(s): score(row.trial, s) for s in seeds}
-        final |= {f"{PRIMARY}/test/{METRIC}/seed{s}": score(row.trial, s) for s in seeds}
+        final |= {seed_key(f"{PRIMARY}/test/{METRIC}", s): score(row.trial, s) for s in seeds}
         collect(c, [pd.Series(final)], PRIMARY, seeds)
         sides.append(c)
     _, headline = compare(sides[0], sides[1], [METRIC], seeds, "max", METRIC)

@@ -17,7 +17,7 @@ from search.answer.comparison import Contender
 from search.tracking.outcome import COMPLETED
 from search.tracking.records import CONFIG_ARTIFACT, objective_per_seed, strip_mean
 from trainables.config import ConfigError, TrainConfig
-from trainables.results import per_seed
+from trainables.results import parse_seed_key, per_seed
 
 logger = logging.getLogger(__name__)
 
@@ -60,18 +60,23 @@ def complete_finals(finals: pd.DataFrame, run_id: str, epochs: int) -> list[pd.S
 
 def test_metrics_of(row: pd.Series, primary: str) -> list[str]:
     """The primary's test metrics a row holds per seed, in first-seen order."""
-    return primary_test_metrics(pd.DataFrame([row]), primary)
+    return test_metric_names(row.index, primary)
 
 
 def primary_test_metrics(table: pd.DataFrame, primary: str) -> list[str]:
     """The primary task's test metrics that hold per-seed values, in first-seen order."""
-    names = []
-    for column in table.columns:
-        if isinstance(column, str) and column.startswith(f"{primary}/test/") and "/seed" in column:
-            name = column[len(f"{primary}/test/") :].rsplit("/seed", 1)[0]
-            if name not in names:
-                names.append(name)
-    return names
+    return test_metric_names(table.columns, primary)
+
+
+def test_metric_names(keys, primary: str) -> list[str]:
+    """``semeval/test/acc_4way/seed<S>`` keys -> ``acc_4way``, each once, in first-seen order."""
+    prefix = f"{primary}/test/"
+    names: dict[str, None] = {}
+    for key in keys:
+        parsed = parse_seed_key(key) if isinstance(key, str) else None
+        if parsed and parsed[0].startswith(prefix):
+            names[parsed[0][len(prefix) :]] = None
+    return list(names)
 
 
 def collect(contender: Contender, rows: list[pd.Series], primary: str, seeds: Sequence[int]) -> None:
