@@ -182,6 +182,11 @@ def preset_reader(hint: str) -> tuple[Callable[[Any], bool], str, Callable[[Any]
         "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", int),
         "float": (is_number, "a number", float),
         "str": (lambda v: isinstance(v, str), "a string", str),
+        "Range": (
+            lambda v: isinstance(v, list) and len(v) == 2 and all(map(is_number, v)),
+            "[low, high] (searched on a log scale)",
+            lambda v: Range(float(v[0]), float(v[1]), log=True),
+        ),
         "tuple[int, ...]": (
             lambda v: isinstance(v, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in v),
             "a list of integers",

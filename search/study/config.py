@@ -103,6 +103,8 @@ class SearchConfig:
             changes["primary"] = study.preset(self.preset).primary
         if self.auxiliary is not None:
             changes["candidates"] = self.auxiliary
+        if self.preset is not None and study.lr is not None and study.preset(self.preset).lr_range is not None:
+            changes["lr"] = study.preset(self.preset).lr_range  # --lr-range, below, still wins
         for field, value in (
             ("exponent", self.exponent_range),
             ("anneal_c", self.anneal_range),

@@ -205,10 +205,10 @@ def searcher_of(cfg: SearchConfig, prep: Prepared, name: str, mode: str, points:
 
 
 def scheduler_of(cfg: SearchConfig, prep: Prepared):
-    """ASHA over epochs that never stops the baseline; the preset's rungs unless overridden."""
-    from search.study.scheduler import BaselineKeepingASHA
+    """ASHA over epochs that keeps the baseline and each side's leader; the preset's rungs unless overridden."""
+    from search.study.scheduler import ContenderKeepingASHA
 
-    return BaselineKeepingASHA(
+    return ContenderKeepingASHA(
         time_attr="training_iteration",
         max_t=prep.base.epochs,
         grace_period=cfg.grace_period or prep.preset.grace_period,

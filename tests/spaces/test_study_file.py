@@ -32,6 +32,7 @@ SMOKE = Preset(
     reduction_factor=3,
     primary="semeval:NLI_M",
     lr=1e-4,
+    lr_range=Range(5e-5, 2e-4, log=True),
     final_seeds=3,
     note=SMOKE_NOTE.format("180 training sentences", "SemEval", "all 293 dev sentences"),
 )
@@ -197,6 +198,14 @@ BAD_FILES = {
         "weight range [0.0, 4.0]: expected within [0.001, 1000.0]",
     ),
     "bad preset value": (edit("trials = 4", "trials = 0"), "presets.smoke: trials 0: expected >= 1"),
+    "wrong preset lr range": (
+        edit("trials = 4", "lr_range = [2e-4]"),
+        "presets.smoke.lr_range: expected [low, high] (searched on a log scale) or false (unset), got [0.0002]",
+    ),
+    "inverted preset lr range": (
+        edit("trials = 4", "lr_range = [2e-4, 1e-5]"),
+        "presets.smoke: lr_range range [0.0002, 1e-05]: low is above high",
+    ),
     "unknown published metric": (
         edit("acc = 0.81", "f1 = 0.81"),
         "published.my last model (one seed).f1: unknown metric",
