@@ -63,8 +63,10 @@ def optuna_trials(tmp: Path):
     return optuna.load_study(study_name=name, storage=storage).trials
 
 
-@pytest.mark.slow
-def test_tiny_study_end_to_end(tmp_path, tiny_bert):
+@pytest.fixture(scope="module")
+def tiny_study(tmp_path_factory, tiny_bert):
+    """A finished tiny study (4 trials, 2 seeds, 3 epochs, not finalized): its folder and output."""
+    tmp_path = tmp_path_factory.mktemp("tiny-study")
     # two at a time: the baseline may reach a rung after a better trial, and must still not be stopped
     r = subprocess.run(
         study_args(tmp_path, tiny_bert, "--trials", "4", "--max-concurrent", "2", "--no-finalize"),
@@ -75,6 +77,12 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
         timeout=600,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return tmp_path, r
+
+
+@pytest.mark.slow
+def test_tiny_study_end_to_end(tiny_study):
+    tmp_path, r = tiny_study
     assert len(re.findall(r"^\[t\d\d\] ", r.stdout, re.M)) == 4, r.stdout[-3000:]  # one line per finished trial
 
     client, parents, children = runs(tmp_path)
@@ -133,6 +141,36 @@ def test_tiny_study_end_to_end(tmp_path, tiny_bert):
     assert all(b == "n=2: too few" for b in searched.beyond_noise)  # two seeds: no trial is called beyond noise
     assert (searched.objective_mean - base_row.objective_mean).round(9).tolist() == searched.delta_abs.round(9).tolist()
     assert len(pd.read_csv(folder / "trials.csv")) == 4
+
+
+@pytest.mark.slow
+def test_an_interrupted_finalize_is_trained_again_not_reused(tiny_study):
+    """Ctrl-C during finalize's training leaves its final runs interrupted; the rerun the message asks
+    for trains those seeds again (issue 17: a partly trained final run never counts as finished)."""
+    from reliability.faults import Driver
+
+    tmp_path, _ = tiny_study
+    name = next((tmp_path / "ray").iterdir()).name
+    args = ["-m", "search.finalize", "absa", "--name", name, "--seeds", "3", "--no-register"]
+    args += ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--out", str(tmp_path / "final-out")]
+    first = Driver(args, tmp_path)
+    first.wait_for(r"final (winner|opponent) .* seed \d+: epoch 1 step")  # a final run is training
+    os.killpg(first.proc.pid, signal.SIGINT)
+    assert first.finish(timeout=300) != 0, first.output[-3000:]
+    assert f"rerun python -m search.finalize absa --name {name}" in first.output, first.output[-3000:]
+    client, (parent,), _ = runs(tmp_path)
+    experiment = client.get_experiment_by_name("absa").experiment_id
+    stopped = client.search_runs([experiment], "tags.kind = 'final'")
+    assert stopped and all(f.data.tags["status"] != "completed" for f in stopped), [f.data.tags for f in stopped]
+
+    r = subprocess.run([sys.executable, *args], cwd=tmp_path, env=study_env(), capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    finals = client.search_runs([experiment], "tags.kind = 'final'")
+    done = [f for f in finals if f.data.tags["status"] == "completed"]
+    # each side's three fresh seeds (3-5: the search trained 1-2) come from complete runs of the rerun alone
+    assert len(done) == 2 and {f.info.run_id for f in done}.isdisjoint(f.info.run_id for f in stopped)
+    assert all(f.data.params["seeds"] == "3,4,5" and f.data.tags["epochs_trained"] == "3" for f in done)
+    assert client.get_run(parent.info.run_id).data.tags["final_verdict"].startswith("acc_4way: ")
 
 
 @pytest.mark.slow
