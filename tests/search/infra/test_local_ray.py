@@ -2,6 +2,7 @@
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,17 @@ def probe(tmp_path: Path, **env: str) -> dict:
 def test_a_local_ray_asks_for_the_token_and_says_nothing_about_it(tmp_path):
     seen = probe(tmp_path)
     assert seen == {"env": "token", "token": True, "notices": []}
+    token = tmp_path / ".ray" / "auth_token"
+    assert len(token.read_text()) == 64 and stat.S_IMODE(token.stat().st_mode) == 0o600
+
+
+def test_a_token_others_can_read_is_narrowed_to_its_owner(tmp_path):
+    token = tmp_path / ".ray" / "auth_token"
+    token.parent.mkdir()
+    token.write_text("a" * 64)
+    token.chmod(0o644)  # what Ray itself writes under umask 022
+    probe(tmp_path)
+    assert token.read_text() == "a" * 64 and stat.S_IMODE(token.stat().st_mode) == 0o600
 
 
 def test_an_auth_mode_the_user_set_is_kept(tmp_path):
