@@ -243,11 +243,16 @@ class ModelCard:
         """Where the dev score is not above the majority rate beyond seed noise: say so (None otherwise)."""
         if self.above_majority or self.majority != self.majority:
             return None
+        where = (
+            f"too few seeds ({len(self.seeds)}) to tell it from the majority rate {self.majority:.4f}"
+            if self.low > 0  # an interval above the floor that still does not count: fewer than 3 seeds
+            else f"within seed noise of the majority rate {self.majority:.4f} or below it"
+        )
         return (
             f"this model ({self.study}, {self.preset} preset) is not shown to beat a constant predictor: its dev "
-            f"{self.metric} {self.dev_mean:.4f} is within seed noise of the majority rate {self.majority:.4f} or below "
-            f"it (95% interval of dev - majority [{self.low:+.4f}, {self.high:+.4f}] over seeds "
-            f"{','.join(map(str, self.seeds))}); it demonstrates the machinery, do not use its predictions"
+            f"{self.metric} {self.dev_mean:.4f} is {where} (95% interval of dev - majority "
+            f"[{self.low:+.4f}, {self.high:+.4f}] over seeds {','.join(map(str, self.seeds))}); "
+            "it demonstrates the machinery, do not use its predictions"
         )
 
     def about(self) -> dict[str, object]:

@@ -40,6 +40,8 @@ def test_a_card_round_trips_through_tags_and_says_when_not_to_use_the_model():
     assert DEMO.to_tags()["card.preset"] == "smoke" and DEMO.to_tags()["card.above_majority"] == "false"
     assert "majority rate 0.5831" in DEMO.summary() and "no significant difference" in DEMO.summary()
     assert "within seed noise of the majority rate 0.5831" in DEMO.caveat()
+    two_seeds = ModelCard(**{**DEMO.__dict__, "seeds": (1, 2), "low": 0.0286, "high": 0.0644})  # above, unproven
+    assert "too few seeds (2) to tell it from the majority rate" in two_seeds.caveat()
     usable = ModelCard(**{**DEMO.__dict__, "dev_mean": 0.70, "low": 0.1, "high": 0.13, "above_majority": True})
     assert usable.caveat() is None and usable.about()["caveat"] is None
     unknown = ModelCard(**{**DEMO.__dict__, "majority": float("nan")})  # no floor to compare with: no claim
