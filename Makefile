@@ -6,8 +6,14 @@ PY := $(VENV)/bin/python
 DATA ?= $(or $(MTL_DATA_DIR),$(if $(wildcard data/semeval2014),data,../shared/data))
 STUDY ?= absa
 ARGS ?=
+# the follow-ups: the local MLflow store a study wrote, its registered model, a file of inputs
+TRACKING ?= sqlite:///mlflow.db
+MODEL ?= models:/$(STUDY)-best/1
+INPUT ?= sentences.txt
+OUT ?= predictions.jsonl
+PORT ?= 5001
 
-.PHONY: run test test-all lint data-check ui
+.PHONY: run test test-all lint data-check ui report predict serve dashboard
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
@@ -31,5 +37,21 @@ lint: $(VENV)/.installed  ## ruff: lint and format check (configured in pyprojec
 test-all: $(VENV)/.installed data-check  ## the suite plus the extended tests (multi-node clusters, a study on an mlflow server)
 	MTL_DATA_DIR=$(DATA) $(PY) -m pytest -n 2 --dist loadfile -m ""
 
+# the follow-ups below run the tools of .venv by path: no activated environment needed
 ui: $(VENV)/.installed  ## the MLflow UI of the local store, on 127.0.0.1:5000
-	$(VENV)/bin/mlflow ui --backend-store-uri sqlite:///mlflow.db -h 127.0.0.1 -p 5000
+	$(VENV)/bin/mlflow ui --backend-store-uri $(TRACKING) -h 127.0.0.1 -p 5000
+
+report: $(VENV)/.installed  ## the latest study's report again, into results/ (ARGS="--name RUN")
+	MTL_DATA_DIR=$(DATA) $(PY) -m search.report $(STUDY) --tracking-uri $(TRACKING) $(ARGS)
+
+predict: $(VENV)/.installed  ## MODEL's predictions for INPUT (one input per line) into OUT, JSON lines
+	MTL_DATA_DIR=$(DATA) $(PY) -m search.predict --tracking-uri $(TRACKING) --model $(MODEL) --input $(INPUT) --out $(OUT)
+
+serve: $(VENV)/.installed  ## MODEL over REST on 127.0.0.1:PORT (POST /invocations)
+	MTL_DATA_DIR=$(DATA) $(PY) -m search.serve --tracking-uri $(TRACKING) --model $(MODEL) --port $(PORT)
+
+$(VENV)/bin/optuna-dashboard: $(VENV)/.installed
+	$(VENV)/bin/pip install -q optuna-dashboard
+
+dashboard: $(VENV)/bin/optuna-dashboard  ## the Optuna dashboard of optuna.db on 127.0.0.1:8080 (installed on first use)
+	$(VENV)/bin/optuna-dashboard sqlite:///optuna.db --host 127.0.0.1 --port 8080

@@ -5,7 +5,10 @@ training config (``train_config.json``), the encoder's ``transformers`` config a
 tokenizer (``encoder/``), the model's weights (``model.pt``, a plain state dict that
 loads with ``weights_only=True``), the model's tasks by their declared names
 (``tasks.json``: name -> the spec to build the task from) and copies of task config files
-(``tasks/``, e.g. a ``csv:`` task's JSON). Loading rebuilds the encoder from its config, so
+(``tasks/``, e.g. a ``csv:`` task's JSON), and optionally what the model is (``about.json``,
+written by whoever saved it: a ``summary`` line and a ``caveat`` line, the latter only where
+the model should not be used, e.g. a smoke study's that does not beat a constant predictor;
+:func:`main` says the caveat once on stderr). Loading rebuilds the encoder from its config, so
 no hub access and no pretrained weights are needed.
 
 ``python -m trainables.predict --model MODEL_DIR --input sentences.txt --out predictions.jsonl``
@@ -43,6 +46,7 @@ CONFIG_FILE = "train_config.json"
 TASKS_FILE = "tasks.json"  # task name -> the spec to build it from (task files copied under tasks/)
 MODEL_FILE = "model.pt"
 ENCODER_DIR = "encoder"
+ABOUT_FILE = "about.json"  # optional: {"summary": one line, "caveat": one line or null, ...}
 REQUIRED = (CONFIG_FILE, TASKS_FILE, MODEL_FILE, f"{ENCODER_DIR}/config.json")
 CHUNK = 256  # raw inputs encoded together
 
@@ -66,8 +70,11 @@ def load_checkpoint(path: Path) -> dict[str, Any]:
     return state["model"] if "model" in state else state
 
 
-def save_model_dir(out_dir: str | Path, checkpoint: Path | dict, config: TrainConfig, tokenizer) -> Path:
-    """Write a self-contained model directory from a checkpoint (file or state dict)."""
+def save_model_dir(
+    out_dir: str | Path, checkpoint: Path | dict, config: TrainConfig, tokenizer, about: dict[str, Any] | None = None
+) -> Path:
+    """Write a self-contained model directory from a checkpoint (file or state dict); ``about``, what the
+    model is (``summary``, ``caveat``), goes to ``about.json``."""
     from transformers import AutoConfig
 
     out = Path(out_dir)
@@ -84,6 +91,8 @@ def save_model_dir(out_dir: str | Path, checkpoint: Path | dict, config: TrainCo
     (out / TASKS_FILE).write_text(json.dumps(copy_task_files(config.tasks, out), indent=2) + "\n")
     encoder_config.save_pretrained(out / ENCODER_DIR)
     tokenizer.save_pretrained(out / ENCODER_DIR)
+    if about is not None:
+        (out / ABOUT_FILE).write_text(json.dumps(about, indent=2) + "\n")
     return out
 
 
@@ -121,6 +130,7 @@ class Predictor:
     ) -> None:
         self.model, self.tasks, self.specs, self.tokenizer = model, tasks, specs, tokenizer
         self.config, self.device = config, device
+        self.about: dict[str, Any] = {}  # the directory's about.json, where it has one
         self.padding = Padding.of(tokenizer)
         self.names = {spec: name for name, spec in specs.items()}
         self.primary = self.names[config.primary]
@@ -147,7 +157,14 @@ class Predictor:
         model.load_state_dict(torch.load(root / MODEL_FILE, map_location="cpu", weights_only=True))
         target = resolve_device(device)
         tokenizer = AutoTokenizer.from_pretrained(root / ENCODER_DIR, use_fast=True)
-        return cls(model.to(target).eval(), tasks, specs, tokenizer, config, target)
+        predictor = cls(model.to(target).eval(), tasks, specs, tokenizer, config, target)
+        predictor.about = read_about(root)
+        return predictor
+
+    @property
+    def caveat(self) -> str | None:
+        """One line where whoever saved the model said not to use it (``about.json``), else None."""
+        return self.about.get("caveat") or None
 
     def predict(self, texts: Sequence[str], task: str | None = None) -> list[dict[str, Any]]:
         """One ``{"input", "task", ...prediction}`` per text; ``task``, a task's name (or its spec
@@ -201,6 +218,20 @@ class Predictor:
             for i, part in zip(index, np.split(p, np.cumsum(sizes)[:-1])):
                 out[i] = part
         return out
+
+
+def read_about(root: Path) -> dict[str, Any]:
+    """``about.json`` of a model directory; ``{}`` where there is none."""
+    path = root / ABOUT_FILE
+    if not path.is_file():
+        return {}
+    try:
+        about = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ModelError(f"model directory {root}: {ABOUT_FILE} is not JSON ({exc}), expected an object") from None
+    if not isinstance(about, dict):
+        raise ModelError(f"model directory {root}: {ABOUT_FILE} holds {type(about).__name__}, expected an object")
+    return about
 
 
 def load_tasks(root: Path, config: TrainConfig) -> tuple[dict[str, Task], dict[str, str]]:
@@ -321,6 +352,8 @@ def main(
     setup_logging()
     texts = read_inputs(args.input)
     predictor = Predictor.load(model_dir(args.model, args.tracking_uri, resolve_model), args.device)
+    if predictor.caveat:
+        logger.warning("%s", predictor.caveat)  # once per run, not in every line
     records = predictor.predict(texts, args.task)
     write_jsonl(args.out, records)
     logger.info("wrote %d predictions of task %s to %s", len(records), records[0]["task"], args.out)

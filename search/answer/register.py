@@ -12,6 +12,10 @@ from pathlib import Path
 from search.answer import stats
 from search.answer.comparison import Contender, FinalResult
 from search.answer.config import FinalizeConfig
+from search.answer.contenders import objective_metric_of
+from search.tracking import records as rec
+from search.tracking.records import Invocation, ModelCard
+from spaces import get_study
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +36,10 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
         logger.warning("no checkpoint of %s is reachable: no model registered", chosen.row.label)
         return
     seed = (max if result.mode == "max" else min)(usable, key=usable.get)
+    card = model_card(cfg, parent_run_id, result, chosen)
+    logger.info("model card: %s", card.summary())
+    if card.caveat():
+        logger.warning("%s", card.caveat())
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = fetch(chosen.checkpoints[seed], Path(tmp))
         scores = {
@@ -53,10 +61,40 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
                 "canonical_key": str(chosen.row.canonical_key),
                 "verdict": result.headline["verdict"],
             },
+            card,
         )
     role = "multitask winner" if better_w else "single-task opponent"
     result.model_of = f"{chosen.row.label}, seed {seed}, the {role}: higher dev score over {len(result.seeds)} seeds"
     logger.info("registered %s as %s", result.model_of, result.model_uri)
+
+
+def model_card(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult, chosen: Contender) -> ModelCard:
+    """What the registered model is: the study's preset (the parent run's params), the chosen config's
+    dev score over the final seeds against the majority rate on the same dev rows (the parent run's
+    ``majority/dev/<metric>``; ``dev - majority`` with its t interval), and the study's verdict."""
+    from search.tracking.runs import client as mlflow_client
+
+    parent = mlflow_client(cfg.tracking_uri).get_run(parent_run_id)
+    invocation = Invocation.from_params(parent.data.params)
+    metric = objective_metric_of(result.objective, get_study(cfg.study).primary_name)
+    majority = rec.majority_of(parent.data.metrics).get(metric, math.nan) if metric else math.nan
+    scores = [chosen.dev.get(s, math.nan) for s in result.seeds]
+    mean, std, _ = stats.mean_std(scores)
+    diff = stats.against_constant(scores, majority)
+    h = result.headline
+    return ModelCard(
+        study=cfg.study,
+        preset=invocation.preset,
+        metric=metric or result.objective,
+        dev_mean=mean,
+        dev_std=std,
+        seeds=tuple(result.seeds),
+        majority=majority,
+        low=diff.low,
+        high=diff.high,
+        above_majority=stats.beats_constant(diff, result.mode),
+        verdict=f"test {h['metric']}, multitask winner against single-task opponent: {h['verdict']}",
+    )
 
 
 def fetch(location: str, folder: Path) -> Path:

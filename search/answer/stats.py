@@ -93,6 +93,23 @@ def exceeds_noise(diff: PairedDifference, mode: str = "max") -> bool:
     return verdict(diff, mode) == BETTER
 
 
+def against_constant(scores: Sequence[float], constant: float, confidence: float = 0.95) -> PairedDifference:
+    """``mean(scores) - constant`` with its t interval over the seeds: a paired difference whose other
+    side never varies (a constant predictor's score on the same rows, such as the majority rate)."""
+    return paired_difference(scores, [constant] * len(scores), confidence)
+
+
+def beats_constant(diff: PairedDifference, mode: str = "max") -> bool:
+    """Whether scores are better than a constant beyond their seed noise (:func:`against_constant`).
+
+    Too few seeds say no. A zero spread (every seed the same score, typically every seed predicting
+    the majority class) is decided by the sign of the difference: there is no noise to be within."""
+    said = verdict(diff, mode)
+    if said == ZERO_SPREAD:
+        return diff.mean > 0 if mode == "max" else diff.mean < 0
+    return said == BETTER
+
+
 def relative_change(delta: float, baseline: float, floor: float = 0.05) -> float:
     """``delta / |baseline|``, NaN where the baseline is near zero (a relative gain would mislead)."""
     if not math.isfinite(baseline) or abs(baseline) < floor:

@@ -13,6 +13,7 @@ the tests. No MLflow or Ray here, so that any reader can import it. Layout of a 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 
@@ -187,3 +188,77 @@ class TrialParams:
             raise ConfigError(
                 f"MLflow params {sorted(params)}: not a trial's (expected {[f.name for f in fields(cls)]})"
             ) from None
+
+
+# -- the registered model -----------------------------------------------------------
+@dataclass(frozen=True)
+class ModelCard:
+    """What a registered model is, beside its config: written by finalize as the version's tags and
+    description and as the model directory's ``about.json`` (:meth:`about`), which ``predict`` and
+    the REST server read. The dev score is the study's metric over the final seeds; the majority
+    rate is the constant predictor's score on the same dev rows (parent metric ``majority/dev/...``);
+    ``low``/``high`` bound ``dev - majority`` (95%, t over the seeds)."""
+
+    study: str
+    preset: str
+    metric: str  # the study's dev metric, e.g. acc_4way
+    dev_mean: float
+    dev_std: float
+    seeds: tuple[int, ...]  # the final seeds the dev score is over
+    majority: float  # NaN: the objective is no dev metric of the primary, no floor to compare with
+    low: float
+    high: float
+    above_majority: bool  # the interval lies above the majority rate (search.answer.stats.beats_constant)
+    verdict: str  # the study's verdict on test, with its metric
+
+    def to_tags(self) -> dict[str, str]:
+        """Version tags ``card.<field>``: one per field, numbers with every digit."""
+        out = {f"{CARD_PREFIX}{k}": str(v) for k, v in asdict(self).items()}
+        out[f"{CARD_PREFIX}seeds"] = ",".join(map(str, self.seeds))
+        out[f"{CARD_PREFIX}above_majority"] = str(self.above_majority).lower()
+        return out
+
+    @classmethod
+    def from_tags(cls, tags: Mapping[str, str]) -> ModelCard:
+        values = {f.name: tags.get(CARD_PREFIX + f.name) for f in fields(cls)}
+        missing = [k for k, v in values.items() if v is None]
+        if missing:
+            raise ConfigError(f"model version tags lack {', '.join(CARD_PREFIX + k for k in missing)}")
+        floats = ("dev_mean", "dev_std", "majority", "low", "high")
+        values.update({k: float(values[k]) for k in floats})
+        values["seeds"] = tuple(int(s) for s in values["seeds"].split(",") if s)
+        values["above_majority"] = values["above_majority"] == "true"
+        return cls(**values)
+
+    def summary(self) -> str:
+        """One line: the preset, the dev score beside the majority rate, the verdict."""
+        seeds = ",".join(map(str, self.seeds))
+        floor = f"majority rate {self.majority:.4f} on the same dev rows" if self.majority == self.majority else ""
+        return (
+            f"{self.study}, {self.preset} preset: dev {self.metric} {self.dev_mean:.4f} ± {self.dev_std:.4f} "
+            f"over final seeds {seeds}" + (f" against a {floor}" if floor else "") + f"; study verdict: {self.verdict}"
+        )
+
+    def caveat(self) -> str | None:
+        """Where the dev score is not above the majority rate beyond seed noise: say so (None otherwise)."""
+        if self.above_majority or self.majority != self.majority:
+            return None
+        where = (
+            f"too few seeds ({len(self.seeds)}) to tell it from the majority rate {self.majority:.4f}"
+            if self.low > 0  # an interval above the floor that still does not count: fewer than 3 seeds
+            else f"within seed noise of the majority rate {self.majority:.4f} or below it"
+        )
+        return (
+            f"this model ({self.study}, {self.preset} preset) is not shown to beat a constant predictor: its dev "
+            f"{self.metric} {self.dev_mean:.4f} is {where} (95% interval of dev - majority "
+            f"[{self.low:+.4f}, {self.high:+.4f}] over seeds {','.join(map(str, self.seeds))}); "
+            "it demonstrates the machinery, do not use its predictions"
+        )
+
+    def about(self) -> dict[str, object]:
+        """The model directory's ``about.json``: the card's fields, its summary and its caveat."""
+        plain = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in asdict(self).items()}
+        return {**plain, "seeds": list(self.seeds), "summary": self.summary(), "caveat": self.caveat()}
+
+
+CARD_PREFIX = "card."  # a registered version's tags from its ModelCard

@@ -4,7 +4,8 @@ The pyfunc model wraps :class:`trainables.predict.Predictor` around the model di
 ``save_model_dir`` writes (the pyfunc artifact ``predictor``). Its input is a DataFrame with
 a ``text`` column and an optional ``task`` column (empty: the primary task); its output is a
 list with one dict per row, the same dicts ``python -m search.predict`` writes as JSON
-lines, so ``mlflow models serve`` answers ``{"predictions": [{...}, ...]}``.
+lines, so ``mlflow models serve`` answers ``{"predictions": [{...}, ...]}`` (``python -m
+search.serve`` adds ``"model"``: what the model is, :class:`~search.tracking.records.ModelCard`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import mlflow
 import pandas as pd
 
+from search.tracking.records import ModelCard
 from spaces.canonical import config_label, task_label
 from trainables.config import TrainConfig
 from trainables.tasks import declared_name
@@ -40,6 +42,13 @@ class WinnerModel(mlflow.pyfunc.PythonModel):
         from trainables.predict import Predictor
 
         self.predictor = Predictor.load(context.artifacts[ARTIFACT])
+        if self.predictor.caveat:  # once, where the model is loaded (a server's console, a notebook)
+            logger.warning("%s", self.predictor.caveat)
+
+    @property
+    def about(self) -> dict[str, Any]:
+        """What the model is (the model directory's ``about.json``; ``{}`` for a model logged without it)."""
+        return self.predictor.about
 
     def predict(self, context, model_input: pd.DataFrame, params: dict[str, Any] | None = None) -> list[dict]:
         frame = pd.DataFrame(model_input)
@@ -55,8 +64,11 @@ class WinnerModel(mlflow.pyfunc.PythonModel):
         return out
 
 
-def version_tags(config: TrainConfig, metrics: dict[str, float], tags: dict[str, str]) -> dict[str, str]:
-    """Registered-version tags: the label, every config field (``config.*``), metrics, the seed, ``tags``."""
+def version_tags(
+    config: TrainConfig, metrics: dict[str, float], tags: dict[str, str], card: ModelCard | None = None
+) -> dict[str, str]:
+    """Registered-version tags: the label, every config field (``config.*``), metrics, the seed, the
+    card (``card.*``: preset, dev score, majority rate, verdict), ``tags``."""
     out = {
         "label": config_label(config),
         "seed": str(config.seed),
@@ -66,14 +78,20 @@ def version_tags(config: TrainConfig, metrics: dict[str, float], tags: dict[str,
     }
     out.update({f"config.{k}": str(v) for k, v in config.to_dict().items() if k not in ("data_dir", "device")})
     out.update({f"metric.{k}": f"{v:.6g}" for k, v in metrics.items()})
+    out.update(card.to_tags() if card else {})
     out.update(tags)
     return out
 
 
-def describe_version(config: TrainConfig, metrics: dict[str, float], run_id: str) -> str:
+def describe_version(config: TrainConfig, metrics: dict[str, float], run_id: str, card: ModelCard | None = None) -> str:
     lines = [
         f"Winning config: {config_label(config)} (seed {config.seed}, encoder {config.encoder.model}).",
         f"Trained in run {run_id}.",
+    ]
+    if card:
+        lines += ["", card.summary() + "."]
+        lines += ["", f"**Warning: {card.caveat()}.**"] if card.caveat() else []
+    lines += [
         "",
         "| metric | value |",
         "|---|---|",
@@ -91,39 +109,19 @@ def log_winner(
     tokenizer,
     metrics: dict[str, float],
     tags: dict[str, str],
+    card: ModelCard | None = None,
 ) -> str:
     """Log the winner as pyfunc model ``model`` of run ``run_id``, register a new version of
-    ``{study}-best`` with the config, metrics and seed on it; return ``models:/{study}-best/{version}``."""
+    ``{study}-best`` with the config, metrics, seed and ``card`` on it (the card also in the model
+    directory, ``about.json``); return ``models:/{study}-best/{version}``."""
     from mlflow import MlflowClient
-    from mlflow.models import ModelSignature
-    from mlflow.types.schema import ColSpec, Schema
 
     from trainables.predict import save_model_dir
 
     name = f"{study}-best"
-    signature = ModelSignature(inputs=Schema([ColSpec("string", "text"), ColSpec("string", "task", required=False)]))
-    active = mlflow.active_run()
     with tempfile.TemporaryDirectory() as tmp, fluent_uri(tracking_uri):
-        model_dir = save_model_dir(Path(tmp) / ARTIFACT, checkpoint, config, tokenizer)
-        # resume the run unless the caller has it open already
-        with (
-            (
-                mlflow.start_run(run_id=run_id)
-                if active is None or active.info.run_id != run_id
-                else contextlib.nullcontext()
-            ),
-            warnings.catch_warnings(),
-        ):
-            # the signature says what goes in; an input example would load the model once more to check it
-            warnings.filterwarnings("ignore", message=".*input example was not provided.*")
-            info = mlflow.pyfunc.log_model(
-                name="model",
-                python_model=WinnerModel(),
-                artifacts={ARTIFACT: str(model_dir)},
-                code_paths=[str(PACKAGES / "trainables"), str(PACKAGES / "search")],
-                signature=signature,
-                pip_requirements=_requirements(),
-            )
+        model_dir = save_model_dir(Path(tmp) / ARTIFACT, checkpoint, config, tokenizer, card.about() if card else None)
+        info = log_model(run_id, model_dir)
         client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
         if not client.search_registered_models(filter_string=f"name = '{name}'"):
             client.create_registered_model(name)
@@ -133,14 +131,39 @@ def log_winner(
             name,
             info.model_uri,
             run_id=run_id,
-            tags=version_tags(config, metrics, tags),
-            description=describe_version(config, metrics, run_id),
+            tags=version_tags(config, metrics, tags, card),
+            description=describe_version(config, metrics, run_id, card),
             model_id=info.model_id,
         )
         version = str(created.version)
         wait_until_ready(client, name, version)
     logger.info("registered %s version %s from run %s", name, version, run_id)
     return f"models:/{name}/{version}"
+
+
+def log_model(run_id: str, model_dir: Path):
+    """``model_dir`` as the pyfunc model ``model`` of run ``run_id`` (MLflow's fluent API: call inside
+    :func:`fluent_uri`); returns MLflow's ``ModelInfo``."""
+    from mlflow.models import ModelSignature
+    from mlflow.types.schema import ColSpec, Schema
+
+    signature = ModelSignature(inputs=Schema([ColSpec("string", "text"), ColSpec("string", "task", required=False)]))
+    active = mlflow.active_run()
+    # resume the run unless the caller has it open already
+    with (
+        mlflow.start_run(run_id=run_id) if active is None or active.info.run_id != run_id else contextlib.nullcontext(),
+        warnings.catch_warnings(),
+    ):
+        # the signature says what goes in; an input example would load the model once more to check it
+        warnings.filterwarnings("ignore", message=".*input example was not provided.*")
+        return mlflow.pyfunc.log_model(
+            name="model",
+            python_model=WinnerModel(),
+            artifacts={ARTIFACT: str(model_dir)},
+            code_paths=[str(PACKAGES / "trainables"), str(PACKAGES / "search")],
+            signature=signature,
+            pip_requirements=_requirements(),
+        )
 
 
 @contextlib.contextmanager

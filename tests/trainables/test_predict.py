@@ -256,3 +256,23 @@ def test_csv_tasks_are_known_by_their_declared_names(tiny_bert, tmp_path, monkey
     copies = json.loads((out / TASKS_FILE).read_text())
     (out / TASKS_FILE).write_text(json.dumps(dict(zip(config.tasks, copies.values()))))
     assert Predictor.load(out).predict(["a good film"], "reviews") == [first]
+
+
+def test_a_caveat_in_about_json_is_said_once(model_dir, tmp_path, monkeypatch, capsys, caplog):
+    # (on stderr: tests/search/tracking/test_registry.py runs search.predict as a process)
+    demo = tmp_path / "demo"
+    shutil.copytree(model_dir, demo)
+    caveat = "this model is not shown to beat a constant predictor; do not use its predictions"
+    (demo / "about.json").write_text(json.dumps({"summary": "absa, smoke preset", "caveat": caveat}))
+    (tmp_path / "in.txt").write_text("The bread is top notch.\nService was slow.\nPrices are high.\n")
+    args = ["--model", demo, "--input", tmp_path / "in.txt", "--out", tmp_path / "o"]
+    monkeypatch.setattr(sys, "argv", ["trainables.predict", *map(str, args)])
+    with pytest.raises(SystemExit) as exit:
+        run_main(main, BAD_INPUT)
+    said = [r for r in caplog.records if caveat in r.getMessage()]
+    assert exit.value.code == 0 and len(said) == 1 and said[0].levelname == "WARNING", caplog.text
+    assert all(caveat not in line for line in (tmp_path / "o").read_text().splitlines())
+    assert Predictor.load(model_dir).caveat is None  # no about.json: nothing said
+    (demo / "about.json").write_text("[1, 2]")
+    code, line = cli(monkeypatch, capsys, *args)
+    assert code == 2 and line.startswith("error: model directory") and "expected an object" in line

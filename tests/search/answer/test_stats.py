@@ -8,6 +8,8 @@ from search.answer.stats import (
     TOO_FEW,
     WORSE,
     ZERO_SPREAD,
+    against_constant,
+    beats_constant,
     exceeds_noise,
     mean_std,
     paired_difference,
@@ -74,3 +76,18 @@ def test_mean_std_counts_finite_values():
     assert mean_std([1.0, 3.0, math.nan]) == (2.0, pytest.approx(math.sqrt(2)), 2)
     m, s, n = mean_std([1.0])
     assert (m, n) == (1.0, 1) and math.isnan(s)
+
+
+def test_a_score_beats_the_majority_rate_only_beyond_its_seed_noise():
+    # the smoke run's shape: dev acc_4way over 3 final seeds against a majority rate of 0.5831
+    clear = against_constant([0.6296, 0.6310, 0.6280], 0.5831)
+    noisy = against_constant([0.5900, 0.5750, 0.5880], 0.5831)  # mean 0.5843: above, inside its noise
+    assert clear.n == 3 and clear.mean == pytest.approx(0.6295 - 0.5831, abs=1e-4)
+    assert beats_constant(clear) and not beats_constant(noisy)
+    assert noisy.low < 0 < noisy.high
+    # every seed at the majority answer: zero spread, decided by the sign (no noise to be within)
+    assert not beats_constant(against_constant([0.5831] * 3, 0.5831))
+    assert beats_constant(against_constant([0.60] * 3, 0.5831))
+    # two seeds cannot tell; lower is better for a min metric
+    assert not beats_constant(against_constant([0.70, 0.71], 0.5831))
+    assert beats_constant(against_constant([0.20, 0.21, 0.22], 0.5), mode="min")
