@@ -200,6 +200,36 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def suggest_curve(n: int, folder: Path, seed: int = 0) -> list[float]:
+    """Seconds of each of ``n`` TPE suggestions of the absa space in a SQLite study, with no Ray: each
+    trial told a random score (completed) or pruned at even odds, as a search's are."""
+    import random
+
+    import optuna
+
+    from spaces import define_space, get_study
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = get_study("absa")
+    storage = optuna.storages.RDBStorage(f"sqlite:///{folder}/suggest.db")
+    ot = optuna.create_study(storage=storage, sampler=optuna.samplers.TPESampler(seed=seed), direction="maximize")
+    rng, times = random.Random(seed), []
+    for _ in range(n):
+        started = time.perf_counter()
+        trial = ot.ask()
+        define_space(trial, study=study)
+        times.append(time.perf_counter() - started)
+        for step in (1, 2):
+            trial.report(0.8 + rng.gauss(0, 0.01), step)
+        pruned = rng.random() < 0.5
+        ot.tell(
+            trial,
+            None if pruned else 0.8 + rng.gauss(0, 0.01),
+            state=optuna.trial.TrialState.PRUNED if pruned else None,
+        )
+    return times
+
+
 def plot(lines: list[dict[str, Any]], out: Path) -> None:
     """Suggest time against trials so far, per run; utilisation and CPU per result against slots."""
     import matplotlib
@@ -237,10 +267,21 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0, help="the Optuna sampler's seed")
     p.add_argument("--out", type=Path, default=HERE / "sim_cost.jsonl")
     p.add_argument("--plot", action="store_true", help="only draw the runs recorded in --out")
+    p.add_argument("--suggest-only", type=int, metavar="N", help="time N suggestions without Ray (suggest_curve)")
     args = p.parse_args()
     if args.plot:
         lines = [json.loads(x) for x in args.out.read_text().splitlines() if x.strip()]
         plot(lines, args.out.with_suffix(".png"))
+        return 0
+    if args.suggest_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            times = suggest_curve(args.suggest_only, Path(tmp), args.seed)
+        line = {"date": time.strftime("%Y-%m-%d %H:%M"), "suggest_only": len(times), "suggest_s": times}
+        line["load"] = round(os.getloadavg()[0], 1)
+        with open(args.out.with_name("sim_suggest.jsonl"), "a") as f:
+            f.write(json.dumps(line) + "\n")
+        chunks = [times[i : i + 100] for i in range(0, len(times), 100)]
+        print("mean suggest ms per 100 trials:", [round(1000 * sum(c) / len(c), 1) for c in chunks])
         return 0
     if args.trials < 1 or args.slots < 1 or args.epoch_seconds < 0:
         p.error("--trials and --slots >= 1, --epoch-seconds >= 0 expected")
