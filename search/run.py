@@ -18,6 +18,7 @@ from spaces import builtin_studies, get_study
 from spaces.study_file import listing
 from trainables.cli import ArgumentParser, fail, run_main, setup_logging
 from trainables.config import PRECISIONS, ConfigError
+from trainables.simulated import builtin_truths, resolve_truth
 from trainables.tasks import DataError
 from trainables.tasks.base import PROTOCOLS
 
@@ -113,6 +114,13 @@ def add_run_options(p: ArgumentParser) -> None:
     )
     p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
     p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
+    p.add_argument(
+        "--simulate",
+        metavar="TRUTH",
+        help="simulated trials scored by a truth file (.toml, or a built-in: "
+        f"{', '.join(builtin_truths())}): no torch, no data; the rest of the stack is real "
+        "(default preset: full; README, 'Simulated studies')",
+    )
 
 
 def quick_tracking_client() -> None:
@@ -171,6 +179,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         warmup_range=args.warmup_range,
         precision=args.precision,
         tracking_grace=args.tracking_grace,
+        simulate=resolve_truth(args.simulate) if args.simulate else None,
     )
 
 

@@ -19,11 +19,10 @@ import logging
 import socket
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from ray import tune
 
@@ -31,39 +30,9 @@ from trainables.batching import tokenizer_identity
 from trainables.config import TrainConfig
 from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
-from trainables.results import DIVERGED, FAILURE_REASON, seed_key
+from trainables.results import DIVERGED, FAILURE_REASON, aggregate, seed_values_kept
 
 logger = logging.getLogger(__name__)
-
-
-def aggregate(
-    per_seed: Sequence[dict[str, float]], seeds: Sequence[int], keep_seeds: Callable[[str], bool] = lambda key: True
-) -> dict[str, float]:
-    """``{k: v}`` per seed -> ``{k/mean, k/std, k/seed<S>}``.
-
-    A key some seeds lack (a task that drew no batch in that seed's epoch) or hold as NaN
-    is summarised over the seeds that have a value; ``k/std`` (sample std) only where at
-    least two seeds have one, and ``k/seed<S>`` only for the keys ``keep_seeds`` accepts.
-    """
-    out: dict[str, float] = {}
-    keys = dict.fromkeys(k for m in per_seed for k in m)  # union, first-seen order
-    for key in keys:
-        values = np.array([m.get(key, np.nan) for m in per_seed], dtype=np.float64)
-        present = values[~np.isnan(values)]
-        out[f"{key}/mean"] = float(present.mean()) if len(present) else float("nan")
-        if len(present) > 1:
-            out[f"{key}/std"] = float(present.std(ddof=1))
-        if keep_seeds(key):
-            for seed, v in zip(seeds, values):
-                if not np.isnan(v):
-                    out[seed_key(key, seed)] = float(v)
-    return out
-
-
-def seed_values_kept(key: str, primary: str, objective: str) -> bool:
-    """Per-seed values are reported for the primary task's scores and the objective only:
-    the rest (losses, task distributions) would bury them in the tracker's columns."""
-    return key.startswith((f"{primary}/dev/", f"{primary}/test/")) or f"{key}/mean" == objective
 
 
 def placement() -> dict[str, Any]:

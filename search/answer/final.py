@@ -90,13 +90,20 @@ def conclude(cfg: FinalizeConfig, client, parent_run_id: str, invocation: Invoca
         opponent,
         rows,
         headline,
-        majority=majority_on_test(opponent.config),
+        majority=simulated_majority(invocation) if invocation.simulate else majority_on_test(opponent.config),
         search_seeds=list(invocation.seeds),
     )
-    if cfg.register:
+    if cfg.register and not invocation.simulate:  # a simulated trial trained no model
         register(cfg, parent_run_id, result)
     record(client, parent_run_id, result)
     return result
+
+
+def simulated_majority(invocation: Invocation) -> dict[str, float]:
+    """A simulated study's majority floor: its truth file's."""
+    from trainables.simulated import load_truth
+
+    return dict(load_truth(invocation.simulate).majority)
 
 
 def record(client, parent_run_id: str, result: FinalResult) -> None:

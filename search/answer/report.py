@@ -26,8 +26,11 @@ def context_of(client, study: str, parent, final=None) -> Context:
     """The preset's scope, the majority floor (parent metrics ``majority/dev/...``) and the final table
     (given, or the one an earlier finalize logged as ``report/final.md``)."""
     try:
-        preset = get_study(study).preset(Invocation.from_params(parent.data.params).preset)
+        invocation = Invocation.from_params(parent.data.params)
+        preset = get_study(study).preset(invocation.preset)
         note, preset_lr = preset.note, preset.lr or TrainConfig.lr
+        if invocation.simulate:
+            note = f"SIMULATED study: every score comes from the truth {invocation.simulate}, no model trained. {note}"
     except ConfigError:
         note, preset_lr = "", None
     majority = rec.majority_of(parent.data.metrics)

@@ -4,6 +4,8 @@ tracker (runs tagged ``kind=final``, ``final_for`` the trial's run), then read b
 from __future__ import annotations
 
 import logging
+import math
+import os
 import time
 from typing import Any
 
@@ -35,7 +37,8 @@ def train_missing(
     from search.infra.ray_connect import connect_address
     from search.infra.resources import check_request
 
-    connect_address(cfg.address)
+    simulated_cpus = max(os.cpu_count() or 1, math.ceil(cfg.max_concurrent * cfg.cpus_per_trial))
+    connect_address(cfg.address, simulated_cpus if invocation.simulate else None)  # simulated: slots, not cores
     check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
     points = [final_point(c, missing[c.role], invocation.objective) for c in contenders if missing[c.role]]
     results = fit_final_runs(cfg, parent_run_id, invocation, contenders, points)
@@ -75,26 +78,17 @@ def fit_final_runs(
     """The final runs as one Tune experiment beside the study's; its results once MLflow has them all."""
     from ray import tune
 
-    from search.study.tuner import trainable
     from search.tracking.sink import spool_path, study_spool
     from search.tracking.tracker import MLflowTracker
-    from trainables.loop import prepare_data
-    from trainables.model import load_tokenizer
-    from trainables.tune import data_signature
 
     objective, tune_path = invocation.objective, invocation.tune_path
-    tasks = tuple(dict.fromkeys(t for c in contenders for t in c.config.tasks))
-    everything = contenders[0].config.with_(tasks=tasks, evaluate_test=True)  # the search's data holds no test
-    tokenizer = load_tokenizer(everything.encoder)
-    data = prepare_data(everything, tokenizer)
-    signature = data_signature(everything, tokenizer)
     storage, _, study_experiment = tune_path.rstrip("/").rpartition("/")
     epochs = max(c.config.epochs for c in contenders)
     # the study's own spool: what the search left unsent goes first, then these runs, in order
     spool = study_spool(spool_path(tune_path), cfg.tracking_uri, parent_run_id)
     tracker = MLflowTracker(cfg.tracking_uri, parent_run_id, epochs, [], objective=objective, spool=str(spool.path))
     tuner = tune.Tuner(
-        trainable(data, signature, objective, cfg.cpus_per_trial, cfg.gpus_per_trial),
+        final_trainable(cfg, invocation, contenders),
         param_space={"trial": tune.grid_search(points)},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=cfg.max_concurrent, trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"
@@ -114,6 +108,25 @@ def fit_final_runs(
             f"({spool.last_error}): {spool.pending()} records of the final runs wait in {spool.path}"
         )
     return results
+
+
+def final_trainable(cfg: FinalizeConfig, invocation: Invocation, contenders: list[Contender]):
+    """The study's trainable with data that scores test (the search's held none), or the simulated
+    one of a simulated study (its truth file, as the search's trials had it)."""
+    from search.study.tuner import simulated, trainable
+
+    if invocation.simulate:
+        return simulated(invocation.simulate, invocation.objective, cfg.cpus_per_trial, cfg.gpus_per_trial)
+    from trainables.loop import prepare_data
+    from trainables.model import load_tokenizer
+    from trainables.tune import data_signature
+
+    tasks = tuple(dict.fromkeys(t for c in contenders for t in c.config.tasks))
+    everything = contenders[0].config.with_(tasks=tasks, evaluate_test=True)  # the search's data holds no test
+    tokenizer = load_tokenizer(everything.encoder)
+    data = prepare_data(everything, tokenizer)
+    signature = data_signature(everything, tokenizer)
+    return trainable(data, signature, invocation.objective, cfg.cpus_per_trial, cfg.gpus_per_trial)
 
 
 def check_complete(result, config: TrainConfig, label: str, study: str, study_experiment: str) -> None:

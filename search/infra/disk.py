@@ -76,8 +76,12 @@ class SpaceNeed:
     total: int  # every trial's last checkpoint kept, plus one being written per running trial
 
     @classmethod
-    def of(cls, base: TrainConfig, seeds: int, trials: int, concurrent: int) -> SpaceNeed:
-        checkpoint = seeds * (3 * model_state_bytes(base.encoder.model) + OVERHEAD)
+    def of(
+        cls, base: TrainConfig, seeds: int, trials: int, concurrent: int, model_bytes: int | None = None
+    ) -> SpaceNeed:
+        """``model_bytes``: the encoder's parameter bytes, if known (0 for a simulated study's trials)."""
+        model_bytes = model_state_bytes(base.encoder.model) if model_bytes is None else model_bytes
+        checkpoint = seeds * (3 * model_bytes + OVERHEAD)
         running = max(1, min(trials, concurrent))
         return cls(checkpoint, running * checkpoint, (trials + running) * checkpoint)
 
@@ -123,10 +127,11 @@ def guard(
     concurrent: int,
     resume: str,
     resuming: bool = False,
+    model_bytes: int | None = None,
 ) -> StorageGuard:
     """Check the storage's free space for the study (:func:`check_space`); its guard for the run.
-    ``resume``: the command that continues the study."""
-    need = SpaceNeed.of(base, seeds, trials, concurrent)
+    ``resume``: the command that continues the study; ``model_bytes``: as :meth:`SpaceNeed.of`."""
+    need = SpaceNeed.of(base, seeds, trials, concurrent, model_bytes)
     check_space(storage, need, f"free space, then: {resume}" if resuming else "free space or choose another --storage")
     return StorageGuard(storage, name, need, resume)
 

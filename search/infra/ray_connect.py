@@ -23,8 +23,9 @@ def probe_address(address: str) -> None:
         raise ConnectionError(f"Ray cluster at --address {address} is unreachable: {exc}") from None
 
 
-def connect_address(address: str | None) -> None:
+def connect_address(address: str | None, num_cpus: int | None = None) -> None:
     """Start a private local Ray (``address=None``), or join the cluster at ``address``.
+    ``num_cpus``: the local Ray's logical CPUs (a simulated study's slots); default: the machine's.
 
     ``ray.init()`` without an address would join whatever cluster Ray's current-cluster file
     names (another user's ``ray start``, a test's cluster) and die with it; ``"local"`` never does.
@@ -46,19 +47,22 @@ def connect_address(address: str | None) -> None:
             ignore_reinit_error=True,
             log_to_driver=True,
             include_dashboard=False if address in (None, "local") else None,
+            num_cpus=num_cpus if address in (None, "local") else None,
             runtime_env=worker_setup(),
         )
     except (ConnectionError, TimeoutError, RuntimeError, ValueError) as exc:
         raise ConnectionError(f"Ray cluster at --address {address}: {str(exc).splitlines()[0]}") from None
 
 
-def connect(address: str | None, cpus_per_trial: float, gpus_per_trial: float, storage: str) -> None:
+def connect(
+    address: str | None, cpus_per_trial: float, gpus_per_trial: float, storage: str, num_cpus: int | None = None
+) -> None:
     """Join Ray (:func:`connect_address`), check that one trial fits, warn about a node-local storage."""
     import ray
 
     from search.infra.resources import check_request
 
-    connect_address(address)
+    connect_address(address, num_cpus)
     check_request(cpus_per_trial, gpus_per_trial, local=address in (None, "local"))
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     # an autoscaling cluster may show only its head now: any cluster address counts as multi-node

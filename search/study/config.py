@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,6 +53,7 @@ class SearchConfig:
     warmup_range: tuple[float, float] | None = None
     precision: str | None = None  # None: the preset's
     tracking_grace: float = 600.0  # seconds the tracking server may be unreachable before the study stops, resumable
+    simulate: str | None = None  # a truth file (absolute path): simulated trials, no torch, no data
 
     def __post_init__(self) -> None:
         study = get_study(self.study)  # raises on an unknown study
@@ -94,6 +96,26 @@ class SearchConfig:
             raise ConfigError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 
         self.resolved_study()  # validates the ranges
+        if self.simulate is not None:
+            self.truth()  # a bad truth file fails here, before Ray
+
+    def truth(self):
+        """The truth of a simulated study (``--simulate``), checked against the study's primary."""
+        from trainables.simulated import load_truth
+
+        truth = load_truth(self.simulate or "")
+        primary = self.resolved_study().primary_name
+        if truth.primary != primary:
+            raise ConfigError(
+                f"--simulate {self.simulate}: its primary is {truth.primary!r}, study {self.study}'s {primary!r}"
+            )
+        return truth
+
+    def simulated_cpus(self) -> int | None:
+        """A simulated study's local Ray: enough logical CPUs for every slot (its trials only sleep)."""
+        if self.simulate is None:
+            return None
+        return max(os.cpu_count() or 1, math.ceil(self.max_concurrent * self.cpus_per_trial))
 
     def resolved_study(self) -> Study:
         """The study with this invocation's candidates and ranges (validated on construction)."""
@@ -178,6 +200,7 @@ class SearchConfig:
             gpus_per_trial=self.gpus_per_trial,
             cpus_per_trial=self.cpus_per_trial,
             max_concurrent=self.max_concurrent,
+            simulate=self.simulate or "",
         )
 
     def continuing(self, started: Invocation) -> SearchConfig:
@@ -189,4 +212,5 @@ class SearchConfig:
             epochs=started.epochs,
             protocol=started.protocol,
             auxiliary=started.candidates or None,
+            simulate=started.simulate or None,
         )

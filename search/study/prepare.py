@@ -8,17 +8,15 @@ import logging
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from search.infra.ray_connect import connect, connect_address, probe_address
 from search.study.config import SearchConfig
 from spaces import Preset, Study
 from trainables.config import ConfigError, TrainConfig
-from trainables.loop import TaskData, prepare_data
-from trainables.majority import majority_scores
-from trainables.model import load_tokenizer
-from trainables.tasks import get_task
+
+if TYPE_CHECKING:
+    from trainables.loop import TaskData
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +36,17 @@ class Prepared:
 
 def prepare(cfg: SearchConfig) -> Prepared:
     """Validate the whole study before any trial: tasks, data, metric. Tokenizes every task's
-    data once, for all trials, and returns it with its :func:`data_signature`."""
+    data once, for all trials, and returns it with its :func:`data_signature`. A simulated study
+    (``--simulate``) reads no data: its metrics and majority floor come from the truth file."""
+    if cfg.simulate is not None:
+        return prepare_simulated(cfg)
+    import numpy as np
+
+    from trainables.loop import prepare_data
+    from trainables.majority import majority_scores
+    from trainables.model import load_tokenizer
+    from trainables.tasks import get_task
+
     study, preset = cfg.resolved_study(), cfg.resolved_preset()
     base = cfg.base_config()
     everything = base.with_(tasks=(study.primary,) + tuple(study.candidates))
@@ -61,12 +69,26 @@ def prepare(cfg: SearchConfig) -> Prepared:
     return Prepared(study, preset, base, objective, data, data_signature(base, tokenizer), majority)
 
 
+def prepare_simulated(cfg: SearchConfig) -> Prepared:
+    """A simulated study: the objective checked against the truth's metrics; no data, no tokenizer."""
+    study, preset, truth = cfg.resolved_study(), cfg.resolved_preset(), cfg.truth()
+    objective = cfg.objective()
+    known = {f"{truth.primary}/dev/{m}/mean" for m in truth.tasks[truth.primary]} | {"train/loss/mean"}
+    if objective not in known:
+        raise ConfigError(f"--metric {objective!r}: expected one of {', '.join(sorted(known))} (truth {cfg.simulate})")
+    logger.info("simulated study: trials scored by truth %s (%s), no training", truth.name, cfg.simulate)
+    return Prepared(study, preset, cfg.base_config(), objective, {}, "", dict(truth.majority))
+
+
 def resolve_preset(cfg: SearchConfig) -> SearchConfig:
     """No ``--preset``: ``full`` where the cluster has GPUs (said in one line), else ``smoke``.
 
     On ``--resume`` the preset comes from the invocation it continues."""
     if cfg.preset is not None or cfg.resume:
         return cfg
+    if cfg.simulate is not None:  # no device to look at: a simulated study stands for a GPU study
+        logger.info("no --preset: a simulated study simulates the full (thesis-scale) preset")
+        return replace(cfg, preset="full")
     if cfg.address in (None, "local"):
         import torch
 
@@ -91,7 +113,7 @@ def ready(cfg: SearchConfig) -> Prepared:
     if cfg.address not in (None, "auto", "local"):
         probe_address(cfg.address)  # a mistyped address fails in seconds, not after tokenizing
     prep = prepare(cfg)
-    connect(cfg.address, cfg.cpus_per_trial, cfg.gpus_per_trial, cfg.storage)
+    connect(cfg.address, cfg.cpus_per_trial, cfg.gpus_per_trial, cfg.storage, cfg.simulated_cpus())
     if prep.preset.note:
         logger.info("%s", prep.preset.note)
     if prep.majority:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from search.infra.storage import storage_path
 from search.study.config import SearchConfig
@@ -21,7 +21,9 @@ from search.tracking.spool import Spool
 from spaces import baseline_choices, thesis_grid
 from spaces.canonical import baseline_moves
 from trainables.config import ConfigError
-from trainables.loop import TaskData
+
+if TYPE_CHECKING:
+    from trainables.loop import TaskData
 
 logger = logging.getLogger(__name__)
 
@@ -66,8 +68,34 @@ def trainable(data: dict[str, TaskData], signature: str, metric: str, cpus: floa
     )
 
 
+def simulated(truth: str, metric: str, cpus: float, gpus: float):
+    """The simulated trainable (``--simulate``): scores from the truth file, no torch, no data."""
+    from ray import tune
+
+    from trainables.simulated.tune import simulated_trainable
+
+    return tune.with_resources(
+        tune.with_parameters(simulated_trainable, truth=truth, metric=metric), {"cpu": cpus, "gpu": gpus}
+    )
+
+
 def trainable_of(cfg: SearchConfig, prep: Prepared):
+    if cfg.simulate is not None:
+        return simulated(cfg.simulate, prep.objective, cfg.cpus_per_trial, cfg.gpus_per_trial)
     return trainable(prep.data, prep.signature, prep.objective, cfg.cpus_per_trial, cfg.gpus_per_trial)
+
+
+def guard_of(
+    cfg: SearchConfig, prep: Prepared, storage: str, name: str, seeds: int, trials: int, resuming: bool = False
+):
+    """The storage's free space checked for the study's checkpoints (a simulated trial's are bytes)."""
+    from search.infra import disk
+
+    command = resume_command(cfg.study, name)
+    model_bytes = 0 if cfg.simulate else None
+    return disk.guard(
+        storage, name, prep.base, seeds, trials, cfg.max_concurrent, command, resuming, model_bytes=model_bytes
+    )
 
 
 def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
@@ -75,7 +103,6 @@ def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     searcher, scheduler and callbacks included) with the original invocation's data."""
     from ray import tune
 
-    from search.infra import disk
     from search.tracking.runs import find_parent
     from search.tracking.sink import spool_path, study_spool
 
@@ -92,16 +119,8 @@ def restored_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     if not tune.Tuner.can_restore(path):
         raise ConfigError(f"--resume: {path} holds no restorable Tune experiment")
     logger.info("restoring %s", path)
-    disk.guard(
-        storage,
-        name,
-        prep.base,
-        len(started.seeds),
-        started.trials,
-        cfg.max_concurrent,
-        resume_command(cfg.study, name),
-        resuming=True,
-    )  # the check only: the guard is restored with the experiment
+    guard_of(cfg, prep, storage, name, len(started.seeds), started.trials, resuming=True)  # the check only:
+    # the guard itself is restored with the experiment
     accept_saved_before_rooms()
     tuner = tune.Tuner.restore(path, trainable=trainable_of(cfg, prep), resume_unfinished=True, resume_errored=False)
     end.reopened(spool, name, path, cfg.optuna_storage)
@@ -113,7 +132,6 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     parent MLflow run with the invocation, and the callbacks that log, print and guard the disk."""
     from ray import tune
 
-    from search.infra import disk
     from search.study.progress import StudyStatus, TrialLines
     from search.tracking.runs import start_parent_run
     from search.tracking.sink import spool_path, study_spool
@@ -128,9 +146,7 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     path = f"{storage}/{name}"
     invocation = cfg.invocation(path, trials)
     seeds, objective, epochs = list(invocation.seeds), prep.objective, prep.base.epochs
-    guard = disk.guard(
-        storage, name, prep.base, len(seeds), trials, cfg.max_concurrent, resume_command(cfg.study, name)
-    )
+    guard = guard_of(cfg, prep, storage, name, len(seeds), trials)
     searcher = searcher_of(cfg, prep, name, invocation.mode, points)
     parent = start_parent_run(cfg.tracking_uri, cfg.study, name, invocation.to_params())
     spool = study_spool(spool_path(path), cfg.tracking_uri, parent, cfg.tracking_grace)

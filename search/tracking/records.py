@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 
 from spaces.canonical import WEIGHTED, task_label
 from trainables.config import ConfigError, TrainConfig
@@ -106,6 +106,7 @@ class Invocation:
     gpus_per_trial: float
     cpus_per_trial: float
     max_concurrent: int
+    simulate: str = ""  # a simulated study's truth file (``--simulate``); "" for real training
 
     def to_params(self) -> dict[str, str]:
         out = {}
@@ -115,7 +116,7 @@ class Invocation:
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> Invocation:
-        missing = [f.name for f in fields(cls) if f.name not in params]
+        missing = [f.name for f in fields(cls) if f.name not in params and f.default is MISSING]
         if missing:
             raise ConfigError(f"MLflow params of a study run lack {', '.join(missing)}: not a run search.run started")
         types = {
@@ -127,7 +128,7 @@ class Invocation:
             "seeds": lambda v: tuple(int(s) for s in v.split(",") if s),
             "candidates": lambda v: tuple(filter(None, v.split(","))),
         }
-        return cls(**{f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls)})
+        return cls(**{f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls) if f.name in params})
 
 
 def readable(value: float) -> float:

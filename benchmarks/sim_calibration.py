@@ -1,0 +1,100 @@
+"""``python -m benchmarks.sim_calibration``: finalize's false "better" rate, end to end, on simulated null studies.
+
+Each study is a whole simulated study (``search.run --simulate`` with the ``null`` truth, its own truth
+seed, so each has its own seed luck and noise, and its own Optuna seed) followed by ``finalize`` on 5
+fresh seeds, through Ray Tune, Optuna and MLflow, as many as ``--minutes`` allow, all in one process
+and one Ray session. The shape follows ``search.answer.calibration``'s: 30 trials, 3 search seeds, 5
+final seeds, every trial completed (grace period = epochs), so the two rates can stand side by side:
+the end-to-end one here, the pure-function one computed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def truth_copy(folder: Path, truth: str, seed: int) -> Path:
+    """The truth file with its ``seed`` (its luck and noise draws) set to ``seed``."""
+    from trainables.simulated import resolve_truth
+
+    lines = Path(resolve_truth(truth)).read_text().splitlines()
+    text = "\n".join(f"seed = {seed}" if line.startswith("seed =") else line for line in lines)
+    path = folder / f"{truth}-{seed}.toml"
+    path.write_text(text + "\n")
+    return path
+
+
+def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str:
+    """Search and finalize one simulated study; its headline verdict."""
+    from search.answer.config import FinalizeConfig
+    from search.answer.final import finalize
+    from search.run import config_from_args, parser
+    from search.study.runner import run
+    from trainables.config import ConfigError
+
+    argv = ["absa", "--simulate", str(truth_copy(folder, truth, i)), "--trials", str(args.trials), "--seeds", "3"]
+    argv += ["--epochs", "2", "--grace-period", "2", "--max-concurrent", str(args.slots), "--search-seed", str(i)]
+    argv += ["--tracking-uri", f"sqlite:///{folder}/mlflow.db", "--optuna-storage", f"sqlite:///{folder}/optuna.db"]
+    argv += ["--storage", str(folder / "ray"), "--name", f"cal-{i}", "--no-finalize", "--no-report"]
+    cfg = config_from_args(parser().parse_args(argv))
+    study = run(cfg)
+    final = FinalizeConfig(
+        "absa", study["name"], 5, study["tracking_uri"], str(folder / "results"), max_concurrent=cfg.max_concurrent
+    )
+    try:
+        return finalize(final).headline["verdict"]
+    except ConfigError as exc:  # e.g. no completed multitask trial: finalize has no comparison, no verdict
+        return f"no comparison ({exc})"
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.sim_calibration", description=__doc__.split("\n\n")[0])
+    p.add_argument("--minutes", type=float, default=10.0, help="start no study after this long")
+    p.add_argument("--trials", type=int, default=30)
+    p.add_argument("--slots", type=int, default=16)
+    p.add_argument("--truth", default="null")
+    p.add_argument("--out", type=Path, default=HERE / "sim_calibration.json")
+    args = p.parse_args()
+    from search.answer.calibration import Simulation, better_rate
+    from search.answer.stats import BETTER
+    from trainables.cli import setup_logging
+
+    setup_logging(False)
+    verdicts: list[str] = []
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="sim-cal-") as tmp:
+        while time.monotonic() - started < 60 * args.minutes:
+            verdicts.append(one_study(Path(tmp), args.truth, len(verdicts), args))
+            print(f"study {len(verdicts)}: {verdicts[-1]}", flush=True)
+    n, hits = len(verdicts), sum(v == BETTER for v in verdicts)
+    rate = hits / n
+    se = math.sqrt(max(rate * (1 - rate), 0.025 * 0.975) / n)  # at 0 hits, the SE a 2.5% rate would have
+    pure, pure_se = better_rate(Simulation(), 2000)  # its own shape: 30 trials (few trials can leave no side)
+    summary = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "studies": n,
+        "minutes": round((time.monotonic() - started) / 60, 1),
+        "better": hits,
+        "end_to_end_rate": rate,
+        "end_to_end_se": round(se, 4),
+        "pure_function_rate": pure,
+        "pure_function_se": round(pure_se, 4),
+        "verdicts": verdicts,
+    }
+    args.out.write_text(json.dumps(summary, indent=1) + "\n")
+    print(
+        f'null studies end to end: "better" in {hits}/{n} = {rate:.3f} ± {se:.3f} (MC SE); '
+        f"pure-function calibration: {pure:.4f} ± {pure_se:.4f} over 2000"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

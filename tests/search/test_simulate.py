@@ -1,0 +1,93 @@
+"""``search.run --simulate``: the real search stack (Optuna, ASHA, Ray Tune, MLflow spool, finalize,
+report) over simulated trials, with torch unimportable and no data; the truth recorded for finalize
+and --resume; a bad truth refused before Ray."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import mlflow
+import pytest
+from conftest import study_env
+
+from search.study.config import SearchConfig
+from search.tracking.records import Invocation
+from trainables.simulated import resolve_truth
+
+
+def no_torch(tmp: Path) -> dict:
+    """A study's environment where ``import torch`` fails in every process (driver and Ray workers), and
+    the data root is empty."""
+    fake = tmp / "no-torch" / "torch"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text('raise ImportError("a simulated study imported torch")\n')
+    (tmp / "no-data").mkdir()
+    env = study_env()
+    return {**env, "PYTHONPATH": f"{fake.parent}:{env['PYTHONPATH']}", "MTL_DATA_DIR": str(tmp / "no-data")}
+
+
+def stores(tmp: Path) -> list[str]:
+    return [
+        "--tracking-uri",
+        f"sqlite:///{tmp}/mlflow.db",
+        "--optuna-storage",
+        f"sqlite:///{tmp}/optuna.db",
+        "--storage",
+        str(tmp / "ray"),
+    ]
+
+
+@pytest.mark.slow
+def test_a_simulated_study_runs_search_finalize_and_report_without_torch_or_data(tmp_path):
+    env = no_torch(tmp_path)
+    # every trial completes (grace period = epochs), so both sides of the final comparison exist
+    args = ["--simulate", "null", "--trials", "6", "--max-concurrent", "4", "--epochs", "2", "--grace-period", "2"]
+    run = [sys.executable, "-m", "search.run", "absa", *args, *stores(tmp_path)]
+    r = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("absa").experiment_id])
+    (parent,) = [x for x in runs if x.data.tags.get("kind") == "study"]
+    trials = [x for x in runs if x.data.tags.get("kind") == "trial"]
+    finals = [x for x in runs if x.data.tags.get("kind") == "final"]
+    assert parent.data.params["simulate"] == resolve_truth("null") and parent.data.params["preset"] == "full"
+    assert len(trials) == 6 and all(t.data.tags["device"] == "simulated" for t in trials)
+    assert {"objective", "semeval/dev/acc_4way/seed3", "sampling/p/semeval/mean"} <= set(trials[0].data.metrics)
+    assert not any("/test/" in k for t in trials for k in t.data.metrics)  # the search scores no test
+    assert len(finals) == 2 and all("semeval/test/acc_4way/seed8" in f.data.metrics for f in finals)  # seeds 4-8
+    assert parent.data.tags["final_verdict"].startswith("acc_4way: ")
+    report = next((tmp_path / "results" / "absa").iterdir()) / "report.md"
+    assert "SIMULATED study" in report.read_text()
+
+    # finalize again, by itself: it reads the truth from the study's run and reuses the final runs
+    again = [sys.executable, "-m", "search.finalize", "absa", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    r = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert len([x for x in client.search_runs([parent.info.experiment_id]) if x.data.tags.get("kind") == "final"]) == 2
+
+
+def test_a_bad_truth_stops_before_ray_in_one_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('primary = "semeval"\n[noise]\nseed_sd = -0.1\n[tasks.semeval]\nacc_4way = 0.8\n')
+    for truth, expected in (
+        ("nothing", "error: --simulate nothing: no such truth file"),
+        (str(bad), f"error: {bad}: noise.seed_sd = -0.1: expected >= 0"),
+    ):
+        run = [sys.executable, "-m", "search.run", "absa", "--simulate", truth, *stores(tmp_path)]
+        r = subprocess.run(run, cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and r.stderr.strip().startswith(expected), r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "ray").exists()
+
+
+def test_the_truth_is_recorded_for_finalize_and_resume():
+    truth = resolve_truth("three_better")
+    cfg = SearchConfig("absa", preset="full", simulate=truth)
+    params = cfg.invocation("/tmp/ray/absa-x", 10).to_params()
+    started = Invocation.from_params(params)
+    assert started.simulate == truth
+    assert SearchConfig("absa", resume=True).continuing(started).simulate == truth  # --resume simulates again
+    old = {k: v for k, v in params.items() if k != "simulate"}  # a study recorded before --simulate existed
+    assert Invocation.from_params(old).simulate == ""
+    assert cfg.simulated_cpus() >= cfg.max_concurrent and SearchConfig("absa").simulated_cpus() is None

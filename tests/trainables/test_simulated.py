@@ -1,0 +1,131 @@
+"""The truth model of simulated studies: its effects, seed luck, noise and curve; the metric keys of
+the real loop; bad truth files refused in one line; no torch."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from trainables.config import SamplingConfig, TrainConfig
+from trainables.simulated import TruthError, builtin_truths, load_truth, resolve_truth
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def config(*auxiliary: str, schema: str = "prop", exponent: float | None = None, **kw) -> TrainConfig:
+    sampling = SamplingConfig(schema=schema, exponent=exponent)
+    base = dict(tasks=("semeval", *auxiliary), primary="semeval", sampling=sampling, lr=3e-5)
+    return TrainConfig(**{**base, **kw})
+
+
+def truth_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "truth.toml"
+    path.write_text('name = "t"\nprimary = "semeval"\n' + text + "\n[tasks.semeval]\nacc_4way = 0.8\n")
+    return str(path)
+
+
+def test_the_null_truth_gives_every_config_the_same_true_score():
+    truth = load_truth(resolve_truth("null"))
+    configs = [
+        config(),
+        config("sst2", "pos", schema="square", lr=1e-4, warmup=0.0),
+        config("sentihood", schema="anneal", epochs=4),
+        config("sst2", schema="power", exponent=2.7),
+    ]
+    assert {truth.true_score(c, "acc_4way") for c in configs} == {0.85}
+
+
+def test_three_better_has_exactly_its_three_configs_above_the_rest():
+    truth = load_truth(resolve_truth("three_better"))
+    assert truth.effect(config("sst2", "pos", schema="square")) == pytest.approx(0.02)
+    assert truth.effect(config("sst2", "pos", schema="anneal")) == pytest.approx(0.015)  # at c = 0.9
+    assert truth.effect(config("sentihood", schema="prop")) == pytest.approx(0.01)
+    assert truth.effect(config("sst2", "pos", "sentihood", schema="square")) == 0.0  # another set: no bonus
+    assert truth.effect(config("sst2", "pos", schema="prop")) == 0.0  # another schema: no bonus
+    # the lr curve: -1 pp per decade squared from 3e-5, for every config alike
+    assert truth.effect(config(lr=3e-4)) == pytest.approx(-0.01)
+    assert truth.effect(config("sst2", "pos", schema="square", lr=3e-6)) == pytest.approx(0.01)
+
+
+def test_a_seeds_luck_is_shared_by_its_epochs_and_by_dev_and_test(tmp_path):
+    truth = load_truth(truth_file(tmp_path, "[noise]\nseed_sd = 0.01\neval_sd = 0.0\n[learning]\ngap = 0.04\n"))
+    c = config(epochs=3)
+    scores = [truth.epoch_metrics(c, "k", 7, e) for e in (1, 2, 3)]
+    final = scores[-1]["semeval/dev/acc_4way"]
+    assert final == scores[-1]["semeval/test/acc_4way"]  # no evaluation noise: dev and test carry the same luck
+    assert [s["semeval/dev/acc_4way"] for s in scores] == pytest.approx([final - 0.04, final - 0.02, final])
+    assert final != truth.true_score(c, "acc_4way")  # the luck moved it
+    again = load_truth(truth_file(tmp_path, "[noise]\nseed_sd = 0.01\neval_sd = 0.0\n[learning]\ngap = 0.04\n"))
+    assert again.epoch_metrics(c, "k", 7, 3) == scores[-1]  # a repeated or resumed trial: the same values
+
+
+def test_luck_and_noise_have_the_truths_spread():
+    truth = load_truth(resolve_truth("null"))
+    c = config()
+    luck = np.array([truth.luck(f"config {i}", 1) for i in range(2000)])
+    assert abs(luck.std() - 0.01) < 0.001 and abs(luck.mean()) < 0.001
+    noise = np.array([truth.score(c, f"c{i}", 1, 4, "dev", "semeval", "acc_4way", 0.85) for i in range(2000)])
+    noise -= 0.85 + np.array([truth.luck(f"c{i}", 1) for i in range(2000)])
+    assert abs(noise.std() - 0.005) < 0.0005  # evaluation noise, on top of the luck
+
+
+def test_the_reported_keys_are_the_real_loops(data_dir):
+    """Every metric name a built-in truth gives is one the real task computes, and the training keys
+    are those of ``Trainer.run_epoch``."""
+    from trainables.tasks import get_task
+
+    for name in builtin_truths():
+        truth = load_truth(resolve_truth(name))
+        for task_name, metrics in truth.tasks.items():
+            task = get_task(task_name, data_dir, "holdout")
+            rows = task.examples("dev")[: task.group_size * 4]
+            probs = np.full((len(rows), task.num_labels), 1.0 / task.num_labels)
+            if task.kind == "tagging":
+                probs = None
+            real = set(task.metrics(probs, rows)) if probs is not None else {"token_acc"}
+            assert set(metrics) == real, (name, task_name)
+    truth = load_truth(resolve_truth("null"))
+    keys = set(truth.epoch_metrics(config("sst2", "pos", epochs=2, evaluate_test=True), "k", 1, 2))
+    assert {"train/loss", "train/seconds", "train/samples_per_second", "sampling/p/sst2", "sampling/steps/pos"} <= keys
+    assert {"train/sst2/loss", "semeval/dev/acc_4way", "semeval/test/acc_4way", "pos/test/token_acc"} <= keys
+    first = set(truth.epoch_metrics(config("sst2", epochs=2, evaluate_test=True), "k", 1, 1))
+    assert not any("/test/" in k for k in first)  # test only after the last epoch, as the loop does
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[noise]\nseed_sd = -1\n", "noise.seed_sd = -1: expected >= 0"),
+        ("[noise]\nsed_sd = 0.1\n", "noise.sed_sd: unknown key"),
+        ("colour = 1\n", "colour: unknown key"),
+        ("[lr]\npeak = 0\n", "lr.peak = 0.0: expected a positive learning rate"),
+        ('[[bonus]]\nauxiliary = ["sst2"]\nschemas = ["cube"]\ngain = 0.1\n', "bonus[0].schemas"),
+        ("[[bonus]]\nauxiliary = []\ngain = 0.1\n", "bonus[0].auxiliary: expected a non-empty list"),
+        ('[time]\nscale = "fast"\n', "time.scale = 'fast': expected a finite number"),
+        ("[learning\n", "not TOML"),
+    ],
+)
+def test_a_bad_truth_file_is_refused_naming_the_key(tmp_path, text, expected):
+    with pytest.raises(TruthError, match="truth.toml") as info:
+        load_truth(truth_file(tmp_path, text))
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_truth_without_its_primarys_scores_is_refused(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text('primary = "semeval"\n[tasks.sst2]\nacc = 0.9\n')
+    with pytest.raises(TruthError, match=r"t.toml: tasks.semeval: expected a table"):
+        load_truth(str(path))
+    with pytest.raises(TruthError, match="--simulate nothing: no such truth file; expected .* null"):
+        resolve_truth("nothing")
+
+
+def test_the_simulated_trainable_imports_no_torch():
+    code = (
+        "import sys, trainables.simulated.tune as t; from trainables.simulated import load_truth, resolve_truth;"
+        "load_truth(resolve_truth('three_better')); print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -1,0 +1,123 @@
+"""A truth file's TOML, checked key by key into a :class:`~trainables.simulated.truth.Truth`.
+
+Layout (every table optional except ``[tasks.<primary>]``; README, "Simulated studies")::
+
+    name = "null"              primary = "semeval"          seed = 0
+    [noise]      seed_sd, shared_seed_sd, eval_sd, test_offset
+    [auxiliary]  <task> = gain
+    [schema]     sequential = gain, anneal = gain
+    [exponent]   peak, depth       [anneal_c] peak, depth
+    [lr]         peak, depth       [warmup]   peak, depth
+    [[bonus]]    auxiliary = [...], schemas = [...], gain
+    [learning]   gap, multitask_gap, loss_start, loss_end
+    [time]       seconds_per_epoch, scale, steps_per_epoch
+    [tasks.<task>]  <metric> = true base score
+    [majority]   <metric> = the constant predictor's score on the primary
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from typing import Any
+
+from trainables.sampling import SAMPLERS
+from trainables.simulated.truth import Bonus, Curve, Learning, Noise, Timing, Truth, TruthError
+
+TOP = ("name", "primary", "seed", "noise", "auxiliary", "schema", "exponent", "anneal_c", "lr", "warmup")
+TOP += ("bonus", "learning", "time", "tasks", "majority")
+NONNEGATIVE = {"seed_sd", "shared_seed_sd", "eval_sd", "depth", "seconds_per_epoch", "scale", "gap", "multitask_gap"}
+
+
+def number(value: Any, where: str, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise TruthError(f"{path}: {where} = {value!r}: expected a finite number")
+    if where.rpartition(".")[2] in NONNEGATIVE and value < 0:
+        raise TruthError(f"{path}: {where} = {value!r}: expected >= 0")
+    return float(value)
+
+
+def table(raw: dict[str, Any], key: str, path: str, allowed: tuple[str, ...] | None = None) -> dict[str, float]:
+    """``raw[key]``, a table of numbers (only ``allowed`` keys, where given); {} if absent."""
+    value = raw.get(key, {})
+    if not isinstance(value, dict):
+        raise TruthError(f"{path}: {key}: expected a table of numbers")
+    unknown = [k for k in value if allowed is not None and k not in allowed]
+    if unknown:
+        raise TruthError(f"{path}: {key}.{unknown[0]}: unknown key; expected one of {', '.join(allowed or ())}")
+    return {k: number(v, f"{key}.{k}", path) for k, v in value.items()}
+
+
+def section(raw: dict[str, Any], key: str, cls: type, path: str, **defaults: float):
+    """A dataclass section (``[noise]``, ``[time]``...) from its table: its fields only."""
+    names = tuple(f.name for f in fields(cls))
+    values = {**defaults, **table(raw, key, path, names)}
+    if "steps_per_epoch" in values:
+        values["steps_per_epoch"] = max(1, int(values["steps_per_epoch"]))
+    return cls(**values)
+
+
+def curve(raw: dict[str, Any], key: str, path: str, default: Curve, log: bool = False) -> Curve:
+    values = table(raw, key, path, ("peak", "depth"))
+    peak = values.get("peak")
+    if log and peak is not None:
+        if peak <= 0:
+            raise TruthError(f"{path}: {key}.peak = {peak}: expected a positive learning rate")
+        peak = math.log10(peak)
+    return Curve(default.peak if peak is None else peak, values.get("depth", default.depth))
+
+
+def bonuses(raw: dict[str, Any], path: str) -> tuple[Bonus, ...]:
+    out = []
+    for i, entry in enumerate(raw.get("bonus", [])):
+        where = f"bonus[{i}]"
+        if not isinstance(entry, dict) or set(entry) - {"auxiliary", "schemas", "gain"} or "gain" not in entry:
+            raise TruthError(f"{path}: {where}: expected auxiliary = [tasks], gain = number, optional schemas = [...]")
+        auxiliary, schemas = entry.get("auxiliary", []), entry.get("schemas", [])
+        if not (isinstance(auxiliary, list) and auxiliary and all(isinstance(t, str) for t in auxiliary)):
+            raise TruthError(f"{path}: {where}.auxiliary: expected a non-empty list of task names")
+        if not isinstance(schemas, list) or any(s not in SAMPLERS for s in schemas):
+            raise TruthError(f"{path}: {where}.schemas = {schemas!r}: expected a list of {', '.join(SAMPLERS)}")
+        out.append(Bonus(tuple(auxiliary), number(entry["gain"], f"{where}.gain", path), tuple(schemas)))
+    return tuple(out)
+
+
+def tasks_of(raw: dict[str, Any], primary: str, path: str) -> dict[str, dict[str, float]]:
+    tasks = raw.get("tasks", {})
+    if not isinstance(tasks, dict) or not tasks.get(primary):
+        raise TruthError(f"{path}: tasks.{primary}: expected a table of the primary's metrics and true base scores")
+    return {name: table(tasks, name, path) for name in tasks}
+
+
+def truth_of(raw: dict[str, Any], path: str) -> Truth:
+    """Check every key of a parsed truth file and build the :class:`Truth`."""
+    unknown = [k for k in raw if k not in TOP]
+    if unknown:
+        raise TruthError(f"{path}: {unknown[0]}: unknown key; expected one of {', '.join(TOP)}")
+    primary = raw.get("primary")
+    if not isinstance(primary, str) or not primary:
+        raise TruthError(f'{path}: primary: expected the primary task\'s name, e.g. "semeval"')
+    seed = raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TruthError(f"{path}: seed = {seed!r}: expected an integer")
+    schema = table(raw, "schema", path, ("sequential", "anneal"))
+    default = Truth("", primary, {})
+    return Truth(
+        name=str(raw.get("name", path)),
+        primary=primary,
+        tasks=tasks_of(raw, primary, path),
+        path=path,
+        seed=seed,
+        noise=section(raw, "noise", Noise, path),
+        auxiliary=table(raw, "auxiliary", path),
+        sequential=schema.get("sequential", 0.0),
+        anneal=schema.get("anneal", 0.0),
+        exponent=curve(raw, "exponent", path, default.exponent),
+        anneal_c=curve(raw, "anneal_c", path, default.anneal_c),
+        lr=curve(raw, "lr", path, default.lr, log=True),
+        warmup=curve(raw, "warmup", path, default.warmup),
+        bonus=bonuses(raw, path),
+        learning=section(raw, "learning", Learning, path),
+        time=section(raw, "time", Timing, path),
+        majority=table(raw, "majority", path),
+    )

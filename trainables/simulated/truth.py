@@ -1,0 +1,236 @@
+"""A known truth for simulated studies: what any canonical config scores, per seed, split and epoch.
+
+The model of one reported score of a config (README, "Simulated studies"):
+
+    score(config, seed, split, epoch, metric) = base[metric] + effect(config)
+        + luck(config, seed) + shared(seed) - deficit(config, epoch) + noise(config, seed, split, epoch, metric)
+        (+ test_offset on test)
+
+``base`` is the primary's true score, per metric, of the single-task config at the lr and warm-up
+peaks with infinite seeds and every epoch. ``effect`` is the same for every metric of the primary:
+a gain per auxiliary task, the schema's (round robin; a curve over the exponent of the static
+schemas; a curve over anneal's c), a bonus for named (auxiliary set, schema) configs, and curves
+over log10(lr) and warm-up. ``luck`` is a config's seed effect, shared by every epoch and by dev
+and test, as a seed's initialisation and data order are; ``shared`` is the part of a seed's luck
+every config shares; ``noise`` is evaluation noise; ``deficit`` is the learning curve. Every draw
+is a hash of its coordinates, so a resumed or repeated trial reports exactly the same values.
+
+Pure functions of the config: no Ray, no torch, no data (``trainables.simulated.tune`` reports them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from trainables.config import ConfigError, TrainConfig
+from trainables.sampling import make_sampler
+from trainables.tasks import declared_name
+
+STATIC_EXPONENTS = {"random": 0.0, "sqrt": 0.5, "prop": 1.0, "square": 2.0}  # p ∝ w**a, a fixed
+BUILTIN = Path(__file__).with_name("truths")
+
+
+class TruthError(ConfigError):
+    """A bad truth file: ``str()`` names the file, the key and what was expected."""
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A quadratic penalty ``depth * (x - peak)**2`` (0 at the peak)."""
+
+    peak: float = 0.0
+    depth: float = 0.0
+
+    def penalty(self, x: float) -> float:
+        return self.depth * (x - self.peak) ** 2
+
+
+@dataclass(frozen=True)
+class Bonus:
+    """A gain for configs with exactly these auxiliary tasks (and, if given, one of these schemas)."""
+
+    auxiliary: tuple[str, ...]
+    gain: float
+    schemas: tuple[str, ...] = ()
+
+    def applies(self, auxiliary: frozenset[str], schema: str) -> bool:
+        return auxiliary == frozenset(self.auxiliary) and (not self.schemas or schema in self.schemas)
+
+
+@dataclass(frozen=True)
+class Noise:
+    seed_sd: float = 0.01  # a config's seed luck, shared by its epochs, dev and test
+    shared_seed_sd: float = 0.0  # a seed's luck shared by every config (what pairing on seeds removes)
+    eval_sd: float = 0.005  # evaluation noise of one split at one epoch
+    test_offset: float = 0.0  # test minus dev, true
+
+
+@dataclass(frozen=True)
+class Learning:
+    gap: float = 0.0  # true deficit after the first of E epochs, falling linearly to 0 at epoch E
+    multitask_gap: float = 0.0  # extra deficit of multitask configs (slow starters: what misleads ASHA)
+    loss_start: float = 1.0  # train/loss after the first epoch
+    loss_end: float = 0.3  # and after the last
+
+
+@dataclass(frozen=True)
+class Timing:
+    seconds_per_epoch: float = 0.0  # simulated device seconds of one seed's epoch
+    scale: float = 0.0  # real seconds a trial sleeps per simulated second (0: none)
+    steps_per_epoch: int = 1000  # what sampling/steps and train/samples_per_second report
+
+
+@dataclass(frozen=True)
+class Truth:
+    """A truth file, loaded (:func:`load_truth`); scores any canonical :class:`TrainConfig`."""
+
+    name: str
+    primary: str  # the primary task's name, as its metric keys start
+    tasks: Mapping[str, Mapping[str, float]]  # task -> metric -> true base score
+    path: str = ""
+    seed: int = 0
+    noise: Noise = Noise()
+    auxiliary: Mapping[str, float] = field(default_factory=dict)  # task -> gain when trained beside the primary
+    sequential: float = 0.0  # gain of round robin (multitask)
+    anneal: float = 0.0  # gain of anneal, at the anneal_c peak (multitask)
+    exponent: Curve = Curve(1.0, 0.0)  # static schemas (random 0, sqrt 0.5, prop 1, square 2, power a)
+    anneal_c: Curve = Curve(0.9, 0.0)
+    lr: Curve = Curve(math.log10(3e-5), 0.0)  # over log10(lr): depth per decade squared
+    warmup: Curve = Curve(0.1, 0.0)
+    bonus: tuple[Bonus, ...] = ()
+    learning: Learning = Learning()
+    time: Timing = Timing()
+    majority: Mapping[str, float] = field(default_factory=dict)  # primary metric -> constant predictor's score
+
+    # -- the truth ------------------------------------------------------------------
+    def effect(self, config: TrainConfig) -> float:
+        """The config's true gain on every primary metric over ``base`` (infinite seeds, every epoch)."""
+        value = -self.lr.penalty(math.log10(config.lr)) - self.warmup.penalty(config.warmup)
+        auxiliary = frozenset(task_name(t) for t in config.tasks if t != config.primary)
+        if not auxiliary:
+            return value
+        schema = config.sampling.schema
+        value += sum(self.auxiliary.get(t, 0.0) for t in auxiliary)
+        if schema == "sequential":
+            value += self.sequential
+        elif schema == "anneal":
+            value += self.anneal - self.anneal_c.penalty(config.sampling.anneal_c)
+        else:
+            a = float(config.sampling.exponent) if schema == "power" else STATIC_EXPONENTS[schema]
+            value -= self.exponent.penalty(a)
+        return value + sum(b.gain for b in self.bonus if b.applies(auxiliary, schema))
+
+    def true_score(self, config: TrainConfig, metric: str, split: str = "dev") -> float:
+        """The primary's true ``metric`` of ``config``: what infinitely many seeds would average."""
+        offset = self.noise.test_offset if split == "test" else 0.0
+        return self.tasks[self.primary][metric] + self.effect(config) + offset
+
+    def deficit(self, config: TrainConfig, epoch: int) -> float:
+        """The learning curve: how far below its final score a config is after ``epoch`` (1-based)."""
+        share = (config.epochs - epoch) / (config.epochs - 1) if config.epochs > 1 else 0.0
+        multitask = len(config.tasks) > 1
+        return share * (self.learning.gap + (self.learning.multitask_gap if multitask else 0.0))
+
+    def luck(self, key: str, seed: int) -> float:
+        """Seed ``seed``'s effect on config ``key``: its own part and the part every config shares."""
+        return draw(self.noise.seed_sd, self.seed, "luck", key, seed) + draw(
+            self.noise.shared_seed_sd, self.seed, "shared", seed
+        )
+
+    def sleep_s(self, seeds: int) -> float:
+        """Real seconds one trial epoch of ``seeds`` seeds sleeps."""
+        return seeds * self.time.seconds_per_epoch * self.time.scale
+
+    # -- one seed's epoch, as the real loop reports it -----------------------------
+    def epoch_metrics(self, config: TrainConfig, key: str, seed: int, epoch: int) -> dict[str, float]:
+        """One seed's metrics after ``epoch`` (1-based) under the keys ``Trainer.run_epoch`` uses."""
+        out = self.training(config, key, seed, epoch)
+        splits = ("dev", "test") if config.evaluate_test and epoch == config.epochs else ("dev",)
+        for spec in config.tasks:
+            name = task_name(spec)
+            for metric, base in self.tasks.get(name, {}).items():
+                for split in splits:
+                    out[f"{name}/{split}/{metric}"] = self.score(config, key, seed, epoch, split, name, metric, base)
+        return out
+
+    def score(
+        self, config: TrainConfig, key: str, seed: int, epoch: int, split: str, task: str, metric: str, base: float
+    ) -> float:
+        """One reported score: auxiliaries keep their base, the primary moves with the config's effect."""
+        value = (
+            base
+            - self.deficit(config, epoch)
+            + draw(self.noise.eval_sd, self.seed, key, seed, epoch, split, task, metric)
+        )
+        if task == self.primary:
+            value += self.effect(config) + self.luck(key, seed) + (self.noise.test_offset if split == "test" else 0.0)
+        return min(1.0, max(0.0, value))
+
+    def training(self, config: TrainConfig, key: str, seed: int, epoch: int) -> dict[str, float]:
+        """``train/...`` and ``sampling/...``: the loss curve and the schema's task distribution."""
+        share = (config.epochs - epoch) / (config.epochs - 1) if config.epochs > 1 else 0.0
+        loss = self.learning.loss_end + share * (self.learning.loss_start - self.learning.loss_end)
+        seconds, steps = self.time.seconds_per_epoch, self.time.steps_per_epoch
+        out = {
+            "train/seconds": seconds,
+            "train/loss": loss * math.exp(draw(0.02, self.seed, "loss", key, seed, epoch)),
+            "train/samples_per_second": steps * config.batch_size / seconds if seconds else 0.0,
+        }
+        probs = make_sampler(config.sampling, config.task_weights(), config.epochs, seed).probabilities(epoch - 1)
+        for spec, p in zip(config.tasks, probs):
+            name = task_name(spec)
+            out[f"sampling/p/{name}"] = float(p)
+            out[f"sampling/steps/{name}"] = float(round(p * steps))
+            out[f"train/{name}/loss"] = out["train/loss"]
+        return out
+
+
+def task_name(spec: str) -> str:
+    """``semeval:NLI_M`` -> ``semeval``: a truth names tasks as their metric keys do."""
+    return declared_name(spec)
+
+
+def draw(sd: float, *coordinates: Any) -> float:
+    """A normal draw with standard deviation ``sd``, fixed by its coordinates (the same every time)."""
+    if not sd:
+        return 0.0
+    digest = hashlib.blake2b("\x1f".join(map(str, coordinates)).encode(), digest_size=8).digest()
+    return sd * float(np.random.default_rng(int.from_bytes(digest, "little")).standard_normal())
+
+
+# -- files ----------------------------------------------------------------------------
+def builtin_truths() -> list[str]:
+    return sorted(p.stem for p in BUILTIN.glob("*.toml"))
+
+
+def resolve_truth(text: str) -> str:
+    """``--simulate`` names a truth file or a built-in truth: its absolute path."""
+    path = Path(text).expanduser()
+    if path.suffix == ".toml" and path.is_file():
+        return str(path.resolve())
+    if (BUILTIN / f"{text}.toml").is_file():
+        return str((BUILTIN / f"{text}.toml").resolve())
+    raise TruthError(
+        f"--simulate {text}: no such truth file; expected a .toml truth file or one of {', '.join(builtin_truths())}"
+    )
+
+
+def load_truth(path: str) -> Truth:
+    """Read and check a truth file; every mistake names the file, the key and what was expected."""
+    from trainables.simulated.reading import truth_of
+
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise TruthError(f"{path}: cannot read the truth file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TruthError(f"{path}: not TOML ({exc})") from None
+    return truth_of(raw, str(path))

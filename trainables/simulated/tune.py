@@ -1,0 +1,77 @@
+"""Ray Tune function trainable of a simulated trial: the config's scores from a truth file.
+
+Reports as :func:`trainables.tune.multitask_trainable` does (the seed mean and std of every metric,
+per-seed values of the primary's scores and the objective, ``epoch`` and where it ran), after
+sleeping the simulated seconds of the epoch times the truth's time scale, and checkpoints the epoch
+it reached, so a retried or restored trial continues with exactly the results it would have had.
+Imports no torch: a simulated trial's actor is a small process.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from trainables.config import TrainConfig
+from trainables.results import aggregate, seed_values_kept
+from trainables.simulated.truth import Truth, load_truth, task_name
+
+STATE = "state.json"
+
+
+@functools.lru_cache(maxsize=4)
+def cached_truth(path: str) -> Truth:
+    return load_truth(path)
+
+
+def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | None = None) -> None:
+    """Tune entry point: ``config`` as :func:`trainables.tune.multitask_trainable` takes it
+    (``train``, ``seeds``, ``key``, ``label``, or nested under ``trial``); ``truth``: the truth file."""
+    config = {**config, **config.get("trial", {})}
+    model = cached_truth(truth)
+    seeds = [int(s) for s in config["seeds"]]
+    base = TrainConfig.from_dict(config["train"])
+    key = str(config.get("key", ""))
+    objective = metric or config.get("metric", "objective")
+    primary = task_name(base.primary)
+    where = placement(restored_epoch())
+    for epoch in range(int(where["restored_from_epoch"]) + 1, base.epochs + 1):
+        time.sleep(model.sleep_s(len(seeds)))  # the slot is busy, as a GPU epoch would keep it
+        per_seed = [model.epoch_metrics(base, key, s, epoch) for s in seeds]
+        metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
+        metrics.update(epoch=epoch, **where)
+        with tempfile.TemporaryDirectory() as directory:
+            (Path(directory) / STATE).write_text(json.dumps({"epoch": epoch}))
+            tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))
+
+
+def restored_epoch() -> int:
+    """The epoch Tune's checkpoint of this trial reached (0 without one)."""
+    checkpoint = tune.get_checkpoint()
+    if not checkpoint:
+        return 0
+    with checkpoint.as_directory() as directory:
+        return int(json.loads((Path(directory) / STATE).read_text())["epoch"])
+
+
+def placement(restored_from: int) -> dict[str, Any]:
+    """Where the trial ran, under the keys the real trainable reports."""
+    import ray
+
+    return {
+        "node_id": ray.get_runtime_context().get_node_id(),
+        "node_ip": ray.util.get_node_ip_address(),
+        "hostname": socket.gethostname(),
+        "device": "simulated",
+        "torch_device": "none",
+        "gpus_requested": 0.0,
+        "cpu_fallback": False,
+        "restored_from_epoch": restored_from,
+    }
