@@ -178,6 +178,39 @@ def config_label(config: TrainConfig) -> str:
     return " ".join([label, *strategy_labels(config)])
 
 
+STRATEGY_PARAMS = (  # MLflow param names, in column order
+    "bandit_reward",
+    "bandit_lr",
+    "bandit_explore",
+    "bandit_every",
+    "loss_weighting",
+    "uncertainty_lr",
+    "step_mode",
+    "gradients",
+    "layer_decay",
+    "unfreeze",
+    "unfreeze_every",
+)
+
+
+def strategy_params(config: TrainConfig) -> dict[str, str]:
+    """Issue 19's MLflow params of a trial, only those that apply to its canonical config (none when all
+    are off): the bandit's with the bandit, ``uncertainty_lr`` beside ``loss_weighting = uncertainty``, ..."""
+    c = canonical(config)
+    s, o = c.sampling, c.optim
+    out: dict[str, Any] = {}
+    if s.schema == "bandit" and len(c.tasks) > 1:
+        out.update({k: getattr(s, k) for k in BANDIT_FIELDS})
+    if o.loss_weighting != "none":
+        out.update(loss_weighting=o.loss_weighting, uncertainty_lr=o.uncertainty_lr)
+    out.update({k: getattr(o, k) for k in ("step_mode", "gradients") if getattr(o, k) != getattr(OptimConfig, k)})
+    if o.layer_decay != 1.0:
+        out["layer_decay"] = o.layer_decay
+    if o.unfreeze != "off":
+        out.update(unfreeze=o.unfreeze, unfreeze_every=o.unfreeze_every)
+    return {k: f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in out.items()}
+
+
 def strategy_labels(config: TrainConfig, digits: int = 3) -> list[str]:
     """The strategies that are on, shortly: ``uw`` (uncertainty weights), ``pcgrad``, ``lld=0.8``
     (layer-wise lr decay), ``unfreeze/epoch`` or ``unfreeze/50`` (steps); none when all are off."""

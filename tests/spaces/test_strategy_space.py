@@ -143,3 +143,26 @@ def test_bad_strategy_keys_are_one_line(tmp_path, line, message):
     path = example_study(tmp_path, line + "\n" + readme_study_file())  # a top-level key: before any table
     with pytest.raises(StudyFileError, match=re.escape(message)):
         load_study(path)
+
+
+def test_mlflow_params_only_where_they_apply():
+    from search.tracking.records import TrialParams
+    from spaces.canonical import strategy_params
+
+    assert strategy_params(config()) == {} and strategy_params(config(uncertainty_lr=0.5, unfreeze_every=9)) == {}
+    bandit = config(sampling=SamplingConfig(schema="bandit", bandit_reward="primary"), loss_weighting="uncertainty")
+    assert strategy_params(bandit) == {
+        "bandit_reward": "primary",
+        "bandit_lr": "0.1",
+        "bandit_explore": "0.1",
+        "bandit_every": "10",
+        "loss_weighting": "uncertainty",
+        "uncertainty_lr": "0.01",
+    }
+    surgery = config(step_mode="all", gradients="pcgrad", layer_decay=0.75, unfreeze="epoch")
+    expected = {"step_mode": "all", "gradients": "pcgrad", "layer_decay": "0.75", "unfreeze": "epoch"}
+    assert strategy_params(surgery) == expected | {"unfreeze_every": "1"}
+    assert strategy_params(config(gradients="pcgrad")) == {}  # one task per step: the sum
+    params = TrialParams.of(surgery, [1, 2]).to_params()
+    assert params["gradients"] == "pcgrad" and TrialParams.from_params(params).to_params() == params
+    assert "gradients" not in TrialParams.of(config(), [1]).to_params()
