@@ -75,6 +75,8 @@ class TaskGradients:
 
     def _project(self, tasks: list[int]) -> None:
         present = [k for k, p in enumerate(self.params) if any(self.buffers[t][k] is not None for t in tasks)]
+        if not present:  # the shared parameters are all frozen (gradual unfreezing): nothing to combine
+            return
         flat = torch.stack(
             [torch.cat([_or_zeros(self.buffers[t][k], self.params[k]).reshape(-1) for k in present]) for t in tasks]
         )  # (T, D)

@@ -73,6 +73,14 @@ def test_task_gradients_project_two_tasks():
     torch.testing.assert_close(w.grad, torch.tensor([0.5, 1.5]))
 
 
+def test_task_gradients_with_every_shared_parameter_frozen_leave_none():
+    w = torch.nn.Parameter(torch.zeros(2), requires_grad=False)
+    surgery = TaskGradients([w], seed=0)
+    surgery.collect(0)
+    surgery.collect(1)
+    assert surgery.combine() == 2 and w.grad is None
+
+
 # -- EXP3 ---------------------------------------------------------------------
 def test_exp3_update_by_hand():
     p = exp3_probabilities(np.zeros(2), explore=0.2)
