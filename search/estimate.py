@@ -36,9 +36,19 @@ logger = logging.getLogger("search.estimate")
 
 
 EVAL_SPEEDUP = 3.0  # a forward pass costs about a third of forward + backward
-# Cost per micro-batch relative to the plain loop, from benchmarks/last_run_strategies.json (MiniLM, CPU;
-# benchmarks/README.md). Unfreezing is counted at 1: its saving shrinks as layers thaw.
-MEASURED_STRATEGY_COST: dict[str, float] = {}
+# Cost per micro-batch relative to the plain loop: benchmarks/last_run_strategies.json (2026-11-25, MiniLM,
+# 2-core CPU; benchmarks/README.md). Unfreezing is not counted: its saving shrinks as layers thaw.
+MEASURED_STRATEGY_COST: dict[str, float] = {
+    "accum2-pcgrad": 1.146,
+    "accum2-sum": 0.941,
+    "all-pcgrad": 1.262,
+    "all-sum": 1.034,
+    "bandit-loss": 1.030,
+    "bandit-primary": 0.970,
+    "layer-decay": 1.004,
+    "uncertainty": 0.937,
+    "unfreeze-epoch-0": 0.340,
+}
 
 
 def benchmark_throughput(path: str | Path) -> tuple[float, dict[str, Any]]:
@@ -81,10 +91,12 @@ def strategy_costs(path: str | Path | None) -> dict[str, float]:
         ) from None
 
 
-def strategy_cost(study, ratios: dict[str, float]) -> float:
+def strategy_cost(study, measured: dict[str, float]) -> float:
     """Expected cost per training row of a trial of ``study`` relative to the plain loop: half the
     trials are multitask (the space's first choice), every choice of a dimension equally likely (the
-    prior of the searchers), and the options' extra costs add up. 1 for a study without strategies."""
+    prior of the searchers), and the options' extra costs add up. 1 for a study without strategies.
+    A ratio below 1 is counted as 1: these options add work, so a faster block is the machine's noise."""
+    ratios = {k: max(1.0, v) for k, v in measured.items()}
     extra = 0.0
     if "bandit" in study.schemas:
         reward = float(np.mean([ratios[f"bandit-{r}"] for r in study.bandit_reward]))
