@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from benchmarks import options
+from benchmarks import options, strategies
 from benchmarks.options import FIXED_LENGTH, benchmark_config
 from benchmarks.peaks import model_flops, non_embedding_parameters, peak_tflops
 from trainables.batching import TaskBatches, collate, to_device
@@ -289,6 +289,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--compile", action="store_true", help="torch.compile the encoder (loop and bare alike)")
     p.add_argument("--no-prefetch", action="store_true", help="collate in the training thread")
     p.add_argument(
+        "--strategies",
+        action="store_true",
+        help="instead: the cost per step of each of issue 19's strategies against the plain loop (--steps, --rounds)",
+    )
+    p.add_argument(
         "--peak-tflops",
         type=float,
         help="the device's peak TFLOPS at --precision, for MFU (default: benchmarks.peaks' table)",
@@ -300,7 +305,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     setup_logging()
     model, label = options.encoder(args)
-    trainer = Trainer(benchmark_config(args, model, compile=args.compile, prefetch=not args.no_prefetch))
+    config = benchmark_config(args, model, compile=args.compile, prefetch=not args.no_prefetch)
+    if args.strategies:
+        return strategies_main(args, config, label)
+    trainer = Trainer(config)
     load_before = os.getloadavg()[0]
     results = benchmark(trainer, args.steps, args.padding_steps, args.rounds)
     load_after = os.getloadavg()[0]  # this benchmark alone adds about its thread count
@@ -322,6 +330,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "load_average_1min": {"start": load_before, "end": load_after},
         **results,
         **flops(trainer, results, peak),
+    }
+    options.report(summary, args.out)
+    return summary
+
+
+def strategies_main(args: argparse.Namespace, config, label: str) -> dict[str, Any]:
+    """``--strategies``: :mod:`benchmarks.strategies` on the run's config, with the usual header."""
+    load_before = os.getloadavg()[0]
+    results = strategies.benchmark(config, args.steps, args.rounds)
+    summary = {
+        **options.header(),
+        "device": str(config.device),
+        "model": label,
+        "precision": config.precision,
+        "batch_size": args.batch_size,
+        "tasks": list(config.tasks),
+        "load_average_1min": {"start": load_before, "end": os.getloadavg()[0]},
+        **results,
     }
     options.report(summary, args.out)
     return summary

@@ -5,6 +5,11 @@ loop computes them, every seed, every epoch), averaged over the study's auxiliar
 with and without ASHA's early stops; with a measured throughput (``--samples-per-second``,
 or ``--from-benchmark`` the JSON ``python -m benchmarks.throughput --out`` wrote on the target
 machine) it turns them into device-hours and, with ``--usd-per-hour``, cost.
+
+A study that searches issue 19's strategies (``absa-plus``) costs more per training row: the
+expected factor over its space (:func:`strategy_cost`) multiplies the training rows, from the
+cost ratios ``python -m benchmarks.throughput --strategies`` measured (``--strategy-costs FILE``;
+by default the CPU run recorded in ``benchmarks/README.md``).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import logging
 import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from search.study.config import SearchConfig
 from spaces import get_study
@@ -29,6 +36,19 @@ logger = logging.getLogger("search.estimate")
 
 
 EVAL_SPEEDUP = 3.0  # a forward pass costs about a third of forward + backward
+# Cost per micro-batch relative to the plain loop: benchmarks/last_run_strategies.json (2026-11-25, MiniLM,
+# 2-core CPU; benchmarks/README.md). Unfreezing is not counted: its saving shrinks as layers thaw.
+MEASURED_STRATEGY_COST: dict[str, float] = {
+    "accum2-pcgrad": 1.146,
+    "accum2-sum": 0.941,
+    "all-pcgrad": 1.262,
+    "all-sum": 1.034,
+    "bandit-loss": 1.030,
+    "bandit-primary": 0.970,
+    "layer-decay": 1.004,
+    "uncertainty": 0.937,
+    "unfreeze-epoch-0": 0.340,
+}
 
 
 def benchmark_throughput(path: str | Path) -> tuple[float, dict[str, Any]]:
@@ -56,6 +76,40 @@ def check_measured(measured: dict[str, Any], model: str, batch_size: int) -> Non
     shape = "bert-base" if model == "bert-base-uncased" else model  # the random-init shape of the same architecture
     if shape not in str(measured.get("model")):
         logger.warning("the benchmark measured %s, the preset trains %s", measured.get("model"), model)
+
+
+def strategy_costs(path: str | Path | None) -> dict[str, float]:
+    """The per-option cost ratios of a ``benchmarks.throughput --strategies`` JSON (else the recorded ones)."""
+    if path is None:
+        return MEASURED_STRATEGY_COST
+    try:
+        return {k: float(v) for k, v in json.loads(Path(path).read_text())["strategy_cost_ratio"].items()}
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        raise ConfigError(
+            f"--strategy-costs {path}: no strategy_cost_ratio; expected the JSON that "
+            "python -m benchmarks.throughput --strategies --out writes"
+        ) from None
+
+
+def strategy_cost(study, measured: dict[str, float]) -> float:
+    """Expected cost per training row of a trial of ``study`` relative to the plain loop: half the
+    trials are multitask (the space's first choice), every choice of a dimension equally likely (the
+    prior of the searchers), and the options' extra costs add up. 1 for a study without strategies.
+    A ratio below 1 is counted as 1: these options add work, so a faster block is the machine's noise."""
+    ratios = {k: max(1.0, v) for k, v in measured.items()}
+    extra = 0.0
+    if "bandit" in study.schemas:
+        reward = float(np.mean([ratios[f"bandit-{r}"] for r in study.bandit_reward]))
+        extra += 0.5 * (reward - 1) / len(study.schemas)
+    if "uncertainty" in study.loss_weighting:
+        extra += 0.5 * (ratios["uncertainty"] - 1) / len(study.loss_weighting)
+    if "all" in study.step_modes:  # PCGrad is searched where a step holds one batch of every task
+        every = study.step_modes.count("all") / len(study.step_modes)
+        pcgrad = study.gradients.count("pcgrad") / len(study.gradients)
+        extra += 0.5 * every * ((1 - pcgrad) * ratios["all-sum"] + pcgrad * ratios["all-pcgrad"] - 1)
+    if study.layer_decay is not None:
+        extra += ratios["layer-decay"] - 1
+    return 1.0 + extra
 
 
 def asha_epoch_fraction(max_t: int, grace: int, rf: int) -> float:
@@ -94,14 +148,15 @@ def split_sizes(study, base) -> dict[str, dict[str, int]]:
     return sizes
 
 
-def rows_per_trial(study, base, sizes: dict[str, dict[str, int]], seeds: int) -> float:
-    """Train-equivalent rows of one trial to full epochs, averaged over the auxiliary subsets."""
+def rows_per_trial(study, base, sizes: dict[str, dict[str, int]], seeds: int, cost: float = 1.0) -> float:
+    """Train-equivalent rows of one trial to full epochs, averaged over the auxiliary subsets; ``cost``:
+    the strategies' factor on the training rows."""
     per_subset = []
     for r in range(len(study.candidates) + 1):
         for subset in itertools.combinations(study.candidates, r):
             tasks = (study.primary,) + subset
             steps = steps_per_epoch([math.ceil(sizes[t]["train"] / base.batch_size) for t in tasks])
-            train_rows = steps * base.batch_size * base.epochs
+            train_rows = steps * base.batch_size * base.epochs * cost
             eval_rows = sum(sizes[t]["dev"] for t in tasks) * base.epochs + sum(sizes[t]["test"] for t in tasks)
             per_subset.append((train_rows + eval_rows / EVAL_SPEEDUP) * seeds)
     return sum(per_subset) / len(per_subset)
@@ -112,6 +167,7 @@ def estimate(
     samples_per_second: float | None,
     usd_per_hour: float | None,
     measured: dict[str, Any] | None = None,
+    ratios: dict[str, float] | None = None,
 ) -> dict:
     study = cfg.resolved_study()
     preset = study.preset(cfg.preset)
@@ -119,7 +175,8 @@ def estimate(
     sizes = split_sizes(study, base)
     seeds = cfg.seeds or len(preset.seeds)
     trials = cfg.trials or preset.trials
-    per_trial = rows_per_trial(study, base, sizes, seeds)
+    cost = strategy_cost(study, MEASURED_STRATEGY_COST if ratios is None else ratios)
+    per_trial = rows_per_trial(study, base, sizes, seeds, cost)
     fraction = asha_epoch_fraction(
         base.epochs, cfg.grace_period or preset.grace_period, cfg.reduction_factor or preset.reduction_factor
     )
@@ -131,6 +188,7 @@ def estimate(
         "seeds": seeds,
         "trials": trials,
         "rows": sizes,
+        "strategy_cost_factor": round(cost, 3),
         "train_equivalent_rows_per_trial": round(per_trial),
         "total_rows_without_pruning": round(per_trial * trials),
         "asha_epoch_fraction": round(fraction, 3),
@@ -164,6 +222,11 @@ def main() -> int:
         help="take the throughput from this benchmarks.throughput JSON (its loop_samples_per_s)",
     )
     p.add_argument("--usd-per-hour", type=float, help="price of one such device per hour")
+    p.add_argument(
+        "--strategy-costs",
+        metavar="FILE",
+        help="cost ratios of the strategies: a benchmarks.throughput --strategies JSON",
+    )
     p.add_argument("--data-dir")
     args = p.parse_args()
     setup_logging()
@@ -177,7 +240,8 @@ def main() -> int:
     samples_per_second, measured = args.samples_per_second, None
     if args.from_benchmark:
         samples_per_second, measured = benchmark_throughput(args.from_benchmark)
-    print(json.dumps(estimate(cfg, samples_per_second, args.usd_per_hour, measured), indent=2))
+    ratios = strategy_costs(args.strategy_costs)
+    print(json.dumps(estimate(cfg, samples_per_second, args.usd_per_hour, measured, ratios), indent=2))
     return 0
 
 

@@ -7,6 +7,12 @@ c = 0, or over a single epoch, is prop; power with a named exponent is that
 schema; weights count only relative to each other; and a fixed exponent acts on
 the weights only through ``w**a``, so weights w with exponent a and weights w**a
 with exponent 1 are one config (:func:`static_form`).
+
+The strategies of issue 19 collapse where they cannot act: PCGrad where no optimizer step can
+hold two tasks (one task, or one micro-batch per step) is the sum; one batch of every task per
+step, with one task, is the sampled step; with several it makes the schema moot (no draws);
+a bandit's parameters, the log-variances' lr and the unfreezing period count only where their
+option is on. A config with every strategy off keeps the key it had before them.
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from spaces.studies import THESIS_SCHEMAS, Study
-from trainables.config import TIERS, SamplingConfig, TrainConfig
+from trainables.config import TIERS, OptimConfig, SamplingConfig, TrainConfig
+from trainables.strategy import multitask_steps
 from trainables.tasks import declared_name
 
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
@@ -49,6 +56,7 @@ def apply_choices(base: TrainConfig, choices: Mapping[str, Any], study: Study) -
     if study.weight is not None:  # searched: an auxiliary's weight relative to the primary's
         primary = weights.get(study.primary, TIERS["primary"])
         weights.update({t: primary * float(c[f"weight/{t}"]) for t in tasks if f"weight/{t}" in c})
+    bandit = {k: c[k] for k in ("bandit_reward", "bandit_lr", "bandit_explore") if k in c}
     sampling = SamplingConfig(
         schema=c.get("schema", "prop"),
         exponent=c.get("exponent") if c.get("schema") == "power" else None,
@@ -56,12 +64,17 @@ def apply_choices(base: TrainConfig, choices: Mapping[str, Any], study: Study) -
         if c.get("schema") == "anneal"
         else base.sampling.anneal_c,
         weights=tuple((t, weights[t]) for t in tasks if t in weights),
+        **({**bandit, "bandit_every": study.bandit_every} if c.get("schema") == "bandit" else {}),
     )
+    optim = {k: c[k] for k in ("loss_weighting", "gradients", "step_mode", "layer_decay", "unfreeze") if k in c}
+    if c.get("unfreeze") == "step":
+        optim["unfreeze_every"] = int(c["unfreeze_every"])
     return replace(
         base,
         tasks=tasks,
         primary=study.primary,
         sampling=sampling,
+        optim=replace(base.optim, **optim),
         lr=float(c.get("lr", base.lr)),
         warmup=float(c.get("warmup", base.warmup)),
         batch_size=int(c.get("batch_size", base.batch_size)),
@@ -70,6 +83,9 @@ def apply_choices(base: TrainConfig, choices: Mapping[str, Any], study: Study) -
 
 def canonical(config: TrainConfig) -> TrainConfig:
     """The representative of every config that trains exactly like ``config``."""
+    config = replace(config, optim=canonical_optim(config))
+    if config.optim.step_mode == "all":  # every task each step: the sampler draws nothing
+        return replace(config, sampling=SamplingConfig(schema="random"))
     s = config.sampling
     schema, exponent, anneal_c = s.schema, s.exponent, s.anneal_c
     if schema == "anneal" and (anneal_c == 0.0 or config.epochs == 1):
@@ -84,13 +100,31 @@ def canonical(config: TrainConfig) -> TrainConfig:
     # w**a / sum(w**a) is scale-free: weights relative to the largest, spelled out for every task,
     # make "sst2=4,pos=2" and the tier defaults one config
     relative = tuple((t, round(w / max(weights), DIGITS)) for t, w in zip(config.tasks, weights))
+    bandit = {k: getattr(s, k) for k in BANDIT_FIELDS} if schema == "bandit" else {}
     sampling = SamplingConfig(
         schema=schema,
         exponent=exponent,
         anneal_c=anneal_c if schema == "anneal" else default.anneal_c,
         weights=relative if schema in WEIGHTED else (),
+        **bandit,
     )
     return replace(config, sampling=sampling)
+
+
+BANDIT_FIELDS = ("bandit_reward", "bandit_lr", "bandit_explore", "bandit_every")
+
+
+def canonical_optim(config: TrainConfig) -> OptimConfig:
+    """The optimizer-step strategy with what cannot act on ``config`` set back to its default."""
+    o, default = config.optim, OptimConfig()
+    step_mode = o.step_mode if len(config.tasks) > 1 else default.step_mode
+    return replace(
+        o,
+        step_mode=step_mode,
+        gradients=o.gradients if multitask_steps(replace(config, optim=replace(o, step_mode=step_mode))) else "sum",
+        uncertainty_lr=o.uncertainty_lr if o.loss_weighting == "uncertainty" else default.uncertainty_lr,
+        unfreeze_every=o.unfreeze_every if o.unfreeze != "off" else default.unfreeze_every,
+    )
 
 
 def static_form(primary: int, weights: tuple[float, ...], a: float) -> tuple[str, float | None, tuple[float, ...]]:
@@ -117,6 +151,11 @@ def schema_label(config: TrainConfig, digits: int = 3) -> str:
     s = config.sampling
     if len(config.tasks) == 1:
         return "single"
+    if config.optim.step_mode == "all":
+        return "all-tasks"
+    if s.schema == "bandit":
+        reward = "loss" if s.bandit_reward == "loss" else f"primary/{s.bandit_every}"
+        return f"bandit({reward} η={s.bandit_lr:.{digits}g} γ={s.bandit_explore:.{digits}g})"
     if s.schema == "power":
         return f"power(a={s.exponent:.{digits}g})"
     if s.schema == "anneal":
@@ -135,7 +174,53 @@ def config_label(config: TrainConfig) -> str:
     """A config's short human label: ``semeval+sst2+pos anneal(c=0.5) lr=2e-05 wu=0.1 bs=24``
     (the label part of :func:`canonical_key`; a registered model's ``label`` tag)."""
     tasks = "+".join(map(task_label, config.tasks))
-    return f"{tasks} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+    label = f"{tasks} {schema_label(config)} lr={config.lr:.2g} wu={config.warmup:.2g} bs={config.batch_size}"
+    return " ".join([label, *strategy_labels(config)])
+
+
+STRATEGY_PARAMS = (  # MLflow param names, in column order
+    "bandit_reward",
+    "bandit_lr",
+    "bandit_explore",
+    "bandit_every",
+    "loss_weighting",
+    "uncertainty_lr",
+    "step_mode",
+    "gradients",
+    "layer_decay",
+    "unfreeze",
+    "unfreeze_every",
+)
+
+
+def strategy_params(config: TrainConfig) -> dict[str, str]:
+    """Issue 19's MLflow params of a trial, only those that apply to its canonical config (none when all
+    are off): the bandit's with the bandit, ``uncertainty_lr`` beside ``loss_weighting = uncertainty``, ..."""
+    c = canonical(config)
+    s, o = c.sampling, c.optim
+    out: dict[str, Any] = {}
+    if s.schema == "bandit" and len(c.tasks) > 1:
+        out.update({k: getattr(s, k) for k in BANDIT_FIELDS})
+    if o.loss_weighting != "none":
+        out.update(loss_weighting=o.loss_weighting, uncertainty_lr=o.uncertainty_lr)
+    out.update({k: getattr(o, k) for k in ("step_mode", "gradients") if getattr(o, k) != getattr(OptimConfig, k)})
+    if o.layer_decay != 1.0:
+        out["layer_decay"] = o.layer_decay
+    if o.unfreeze != "off":
+        out.update(unfreeze=o.unfreeze, unfreeze_every=o.unfreeze_every)
+    return {k: f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in out.items()}
+
+
+def strategy_labels(config: TrainConfig, digits: int = 3) -> list[str]:
+    """The strategies that are on, shortly: ``uw`` (uncertainty weights), ``pcgrad``, ``lld=0.8``
+    (layer-wise lr decay), ``unfreeze/epoch`` or ``unfreeze/50`` (steps); none when all are off."""
+    o = config.optim
+    out = ["uw"] if o.loss_weighting == "uncertainty" else []
+    out += ["pcgrad"] if o.gradients == "pcgrad" else []
+    out += [f"lld={o.layer_decay:.{digits}g}"] if o.layer_decay != 1.0 else []
+    if o.unfreeze != "off":
+        out.append(f"unfreeze/{o.unfreeze}" if o.unfreeze_every == 1 else f"unfreeze/{o.unfreeze_every}{o.unfreeze}s")
+    return out
 
 
 def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
@@ -144,7 +229,9 @@ def run_name(number: int, config: TrainConfig, baseline: bool) -> str:
     The number (Optuna's) tells trials apart; the rest says what differs at a glance.
     """
     auxiliary = "+".join(task_label(t) for t in config.tasks if t != config.primary)
-    short = "baseline" if baseline else f"{auxiliary} {schema_label(config, 2)}".strip()
+    short = (
+        "baseline" if baseline else " ".join([auxiliary, schema_label(config, 2), *strategy_labels(config, 2)]).strip()
+    )
     return f"t{number:02d} {short}"
 
 
@@ -158,6 +245,11 @@ def canonical_key(config: TrainConfig) -> str:
     for later in ("precision", "grad_accum", "pad_to_multiple_of"):
         if fields[later] == TrainConfig.__dataclass_fields__[later].default:
             fields.pop(later)
+    if c.optim == OptimConfig():  # issue 19's, likewise
+        fields.pop("optim")
+    for later in BANDIT_FIELDS:
+        if fields["sampling"][later] == SamplingConfig.__dataclass_fields__[later].default:
+            fields["sampling"].pop(later)
     digest = hashlib.sha1(json.dumps(fields, sort_keys=True, default=str).encode()).hexdigest()[:10]
     return f"{config_label(c)} #{digest}"
 

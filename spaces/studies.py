@@ -10,11 +10,21 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from trainables.config import DEFAULT_MODEL, PRECISIONS, ConfigError
+from trainables.config import (
+    BANDIT_REWARDS,
+    DEFAULT_MODEL,
+    GRADIENTS,
+    LOSS_WEIGHTINGS,
+    PRECISIONS,
+    STEP_MODES,
+    UNFREEZE,
+    ConfigError,
+)
 
 # The thesis grid's schemas (Section 4); "power" (any real exponent) is ours.
 THESIS_SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal")
 SEARCH_SCHEMAS = THESIS_SCHEMAS + ("power",)
+ADAPTIVE_SCHEMAS = ("bandit",)  # not static: searched only where a study lists them (issue 19)
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,18 @@ class Study:
     # range (then ``weights`` is not used). None: fixed weights.
     weight: Range | None = None
     presets: Mapping[str, Preset] = field(default_factory=dict)
+    # Issue 19's strategies: each tuple lists the choices searched (one choice: fixed); the defaults
+    # are off, and a dimension is in the space only where a study changes it from its default.
+    bandit_reward: tuple[str, ...] = ("loss",)  # with "bandit" among the schemas
+    bandit_lr: Range = Range(0.01, 1.0, log=True)
+    bandit_explore: Range = Range(0.01, 0.5)
+    bandit_every: int = 10
+    loss_weighting: tuple[str, ...] = ("none",)  # multitask trials only
+    step_modes: tuple[str, ...] = ("sampled",)  # multitask trials only
+    gradients: tuple[str, ...] = ("sum",)  # multitask trials whose steps hold several tasks
+    layer_decay: Range | None = None  # single-task and multitask trials alike
+    unfreeze: tuple[str, ...] = ("off",)  # single-task and multitask trials alike
+    unfreeze_every: Range = Range(10, 1000, log=True)  # steps, with unfreeze "step"
     # Published results on the primary's test split, for the report.
     published: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
@@ -148,9 +170,11 @@ class Study:
             raise ConfigError(f"candidates list the primary task {self.primary!r}: expected auxiliary tasks only")
         if len(set(self.candidates)) != len(self.candidates):
             raise ConfigError(f"candidates {list(self.candidates)}: a task is listed twice")
-        unknown = set(self.schemas) - set(SEARCH_SCHEMAS)
+        allowed = SEARCH_SCHEMAS + ADAPTIVE_SCHEMAS
+        unknown = set(self.schemas) - set(allowed)
         if unknown or not self.schemas:
-            raise ConfigError(f"schemas {sorted(unknown)}: expected some of {', '.join(SEARCH_SCHEMAS)}")
+            raise ConfigError(f"schemas {sorted(unknown)}: expected some of {', '.join(allowed)}")
+        self.check_strategies()
         self.exponent.check("exponent", 0.0, 10.0)
         self.anneal_c.check("anneal_c", 0.0, 1.0)
         if self.lr is not None:
@@ -171,6 +195,38 @@ class Study:
                 raise ConfigError(
                     f"presets.{name}.primary {preset.primary!r}: expected a construction of {self.primary_name!r}"
                 )
+
+    def check_strategies(self) -> None:
+        """Issue 19's dimensions: known choices, each once; ranges within what the config accepts."""
+        choices = {
+            "bandit_reward": BANDIT_REWARDS,
+            "loss_weighting": LOSS_WEIGHTINGS,
+            "step_modes": STEP_MODES,
+            "gradients": GRADIENTS,
+            "unfreeze": UNFREEZE,
+        }
+        for key, allowed in choices.items():
+            value = getattr(self, key)
+            if not value or set(value) - set(allowed) or len(set(value)) != len(value):
+                raise ConfigError(f"{key} {list(value)}: expected distinct choices among {', '.join(allowed)}")
+        self.bandit_lr.check("bandit_lr", 1e-6, 1e3)
+        self.bandit_explore.check("bandit_explore", 1e-6, 1.0)
+        self.unfreeze_every.check("unfreeze_every", 1, 1e9)
+        if self.bandit_every < 1:
+            raise ConfigError(f"bandit_every {self.bandit_every}: expected >= 1")
+        if self.layer_decay is not None:
+            self.layer_decay.check("layer_decay", 1e-6, 1.0)
+
+    def strategy_dimensions(self) -> tuple[str, ...]:
+        """The strategy dimensions this study changes from their off defaults (what its space searches)."""
+        fields = self.__dataclass_fields__
+        keys = ("loss_weighting", "step_modes", "gradients", "unfreeze")
+        on = tuple(k for k in keys if getattr(self, k) != fields[k].default)
+        return (
+            on
+            + (("layer_decay",) if self.layer_decay is not None else ())
+            + (("bandit",) if "bandit" in self.schemas else ())
+        )
 
     @property
     def primary_name(self) -> str:

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from spaces.strategy_keys import STRATEGY_KEYS, read_strategies
 from spaces.studies import DEFAULT_PRESETS, Preset, Range, Study
 from trainables.config import TIERS, ConfigError
 from trainables.tasks import DataError, Example, Task, get_task
@@ -49,6 +50,7 @@ KEYS = (
     "weight",
     "presets",
     "published",
+    *STRATEGY_KEYS,  # issue 19's, off unless set
 )
 
 
@@ -344,6 +346,7 @@ def read_dimensions(path: Path, raw: Mapping[str, Any], primary: str, candidates
         raise StudyFileError(path, "weight", f'a range of searched weights; expected weights = "{SEARCH}" beside it')
     elif "weights" in raw:
         values["weights"] = read_weights(path, raw["weights"], primary, candidates)
+    values.update(read_strategies(path, raw))
     return values
 
 

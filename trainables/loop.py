@@ -16,8 +16,6 @@ import logging
 import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,23 +23,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainables.batching import (
-    IGNORE,
-    Encoded,
-    Padding,
-    TaskBatches,
-    ahead,
-    collate,
-    default_cache_dir,
-    encode,
-    limit_rows,
-    to_device,
-)
-from trainables.config import ConfigError, TrainConfig
-from trainables.model import MultitaskModel, build_model, head_key, load_tokenizer
+from trainables.batching import Encoded, Padding, TaskBatches, ahead, collate, to_device
+from trainables.config import TrainConfig
+from trainables.inference import predict_probs
+from trainables.model import MultitaskModel, build_model, load_tokenizer
 from trainables.precision import configure_cuda_math, padding_multiple, resolve_precision
+from trainables.prepare import TaskData, check_distinct_names, prepare_data
 from trainables.sampling import make_sampler, steps_per_epoch
-from trainables.tasks import Example, Task, get_task
+from trainables.strategy import Strategy
+from trainables.tasks import Example
+
+__all__ = ["DivergedError", "TaskData", "Trainer", "predict_probs", "prepare_data", "resolve_device", "train"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,56 +44,6 @@ OPTIMIZER_FLAGS = ("foreach", "fused", "capturable", "differentiable")
 
 class DivergedError(RuntimeError):
     """The loss became NaN or infinite; the message says where."""
-
-
-@dataclass
-class TaskData:
-    task: Task
-    train: Encoded
-    dev: Encoded
-    dev_examples: list[Example]
-    test: Encoded | None
-    test_examples: list[Example] | None
-
-
-def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) -> dict[str, TaskData]:
-    """Read, limit and tokenize every task's splits (cached on disk across runs and trials)."""
-    cache_dir = cache_dir if cache_dir is not None else default_cache_dir()
-    max_len = config.encoder.max_seq_length
-    tasks = {spec: get_task(spec, Path(config.data_dir), config.protocol) for spec in config.tasks}
-    check_distinct_names(tasks)
-    out = {}
-
-    def load(task: Task, split: str, limit: int | None, first: bool) -> tuple[list[Example], Encoded]:
-        examples = task.examples(split)
-        rows = limit_rows(len(examples), limit, task.group_size, first)
-        examples = [examples[i] for i in rows]
-        return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir, task.sentence_side)
-
-    for spec, task in tasks.items():
-        started = time.perf_counter()
-        _, train = load(task, "train", config.max_train_examples, first=False)
-        dev_examples, dev = load(task, "dev", config.eval_limit(spec), first=True)
-        test_examples, test = (
-            load(task, "test", config.eval_limit(spec), first=True) if config.evaluate_test else (None, None)
-        )
-        out[spec] = TaskData(task, train, dev, dev_examples, test, test_examples)
-        logger.info(
-            "%s: %d train / %d dev rows ready in %.1fs", spec, len(train), len(dev), time.perf_counter() - started
-        )
-    return out
-
-
-def check_distinct_names(tasks: dict[str, Task]) -> None:
-    """Metric and sampling keys use ``task.name``: two specs with one name would overwrite each other."""
-    seen: dict[str, str] = {}
-    for spec, task in tasks.items():
-        if task.name in seen:
-            raise ConfigError(
-                f"tasks {seen[task.name]!r} and {spec!r} are both named {task.name!r} (metric and sampling "
-                "keys would collide): expected one task per name in a run"
-            )
-        seen[task.name] = spec
 
 
 def resolve_device(name: str) -> torch.device:
@@ -133,16 +75,20 @@ class Trainer:
         heads = {n: (self.data[n].task.num_labels, self.kinds[n]) for n in self.names}
         self.model: MultitaskModel = build_model(config.encoder, heads).to(self.device)
 
-        # one stream of seeds: sampler, then one per task's batch order
-        seeds = np.random.SeedSequence(config.seed).spawn(len(self.names) + 1)
+        # one stream of seeds: sampler, one per task's batch order, then the strategy's (PCGrad's orders)
+        seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(config.seed).spawn(len(self.names) + 2)]
         self.batches = [
-            TaskBatches(len(self.data[n].train), config.batch_size, int(s.generate_state(1)[0]))
-            for n, s in zip(self.names, seeds[1:])
+            TaskBatches(len(self.data[n].train), config.batch_size, s) for n, s in zip(self.names, seeds[1:-1])
         ]
+        self.sampler = make_sampler(config.sampling, config.task_weights(), config.epochs, seeds[0])
+        # micro-batches per optimizer step: grad_accum drawn by the sampler, or one of every task
+        self.accum = len(self.names) if config.optim.step_mode == "all" else config.grad_accum
+        # micro-batches per epoch: the mean task size in batches; with one batch of every task per
+        # step, the nearest whole number of steps to it, so an epoch costs about the same either way
         self.steps_per_epoch = steps_per_epoch([len(b) for b in self.batches])
-        self.sampler = make_sampler(
-            config.sampling, config.task_weights(), config.epochs, int(seeds[0].generate_state(1)[0])
-        )
+        if config.optim.step_mode == "all":
+            self.steps_per_epoch = self.accum * max(1, round(self.steps_per_epoch / self.accum))
+        self.strategy = Strategy(config, self.model, self.names, seeds[-1]).to(self.device)
         # precision, shapes and kernels: all no-ops on the CPU in fp32, so results there stay bit-identical
         self.precision = resolve_precision(config.precision, self.device)
         self.scaler = self.precision.scaler()
@@ -151,9 +97,11 @@ class Trainer:
             configure_cuda_math()
         self.forward = self._compiled_forward() if config.compile else self.model
         # fused: one kernel for the whole update on CUDA; the CPU keeps the default (foreach) path
-        self.optimizer = torch.optim.AdamW(self._param_groups(), lr=config.lr, fused=self.device.type == "cuda" or None)
+        self.optimizer = torch.optim.AdamW(
+            self.strategy.param_groups(), lr=config.lr, fused=self.device.type == "cuda" or None
+        )
         # the schedule counts optimizer steps; an epoch's last one may take fewer than grad_accum micro-batches
-        self.updates_per_epoch = -(-self.steps_per_epoch // config.grad_accum)
+        self.updates_per_epoch = -(-self.steps_per_epoch // self.accum)
         self.scheduler = self._scheduler(self.updates_per_epoch * config.epochs)
         self.epoch = 0
         # Each run owns its torch RNG (dropout), so several seeds can interleave epochs in one
@@ -177,21 +125,12 @@ class Trainer:
             lambda step: step / max(1, warmup) if step < warmup else max(0.0, (total - step) / max(1, total - warmup)),
         )
 
-    def _param_groups(self) -> list[dict[str, Any]]:
-        # no weight decay on biases and LayerNorm weights, as in BERT
-        decay, no_decay = [], []
-        for p in self.model.parameters():
-            (no_decay if p.ndim < 2 else decay).append(p)
-        return [
-            {"params": decay, "weight_decay": self.config.weight_decay},
-            {"params": no_decay, "weight_decay": 0.0},
-        ]
-
     # -- training -----------------------------------------------------------
     def draws(self, epoch: int, steps: int) -> Iterator[tuple[int, dict[str, torch.Tensor]]]:
         """The next ``steps`` (task index, collated host batch) pairs, as the sampler draws them."""
-        for _ in range(steps):
-            t = self.sampler.sample(epoch)
+        every_task = self.config.optim.step_mode == "all"
+        for step in range(steps):
+            t = step % len(self.names) if every_task else self.sampler.sample(epoch)
             name = self.names[t]
             batch = collate(
                 self.data[name].train,
@@ -212,10 +151,13 @@ class Trainer:
         with self.precision.autocast():
             logits = self.forward(self.names[task_index], **batch)  # (B, C), or (B, T, C) for tagging
             loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
-        self.scaler.scale(loss if scale == 1.0 else loss * scale).backward()
+        weighted = self.strategy.weigh(task_index, loss)
+        self.scaler.scale(weighted if scale == 1.0 else weighted * scale).backward()
+        self.strategy.collect(task_index)
         return loss.detach()
 
     def optimizer_step(self) -> None:
+        self.strategy.combine()  # PCGrad: the tasks' gradients, projected and summed, into .grad
         self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the fp16-scaled ones
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.config.max_grad_norm)
         self.scaler.step(self.optimizer)  # skipped (and the scale lowered) when fp16 gradients overflowed
@@ -224,25 +166,34 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
 
     def train_steps(self, epoch: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
-        """Train ``steps`` micro-batches of ``epoch``, one optimizer step per ``grad_accum`` of them.
+        """Train ``steps`` micro-batches of ``epoch``, one optimizer step per ``accum`` of them.
 
         Returns each micro-batch's loss (float64) and task index. The host waits for the
-        device only every ``check_every`` steps, to check the losses are finite and log.
+        device only every ``check_every`` steps, to check the losses are finite and log (and,
+        with the bandit sampler, every ``bandit_every`` steps to reward it).
         """
-        accum, every = self.config.grad_accum, self.config.check_every
+        accum, every, bandit = self.accum, self.config.check_every, self.config.sampling.bandit_every
         losses = torch.zeros(steps, device=self.device)  # (steps,) filled on the device, read at checks
         tasks = np.zeros(steps, dtype=np.int64)
         self.optimizer.zero_grad(set_to_none=True)
+        self.strategy.begin(self.sampler, self.held_out_loss)
         draws = self.draws(epoch, steps)
-        checked = 0
-        with contextlib.closing(ahead(draws) if self.config.prefetch else draws) as batches:
+        # an adaptive sampler's next draw depends on the rewards of the steps before it: drawn here
+        prefetch = self.config.prefetch and not self.sampler.adaptive
+        checked = fed = 0
+        with contextlib.closing(ahead(draws) if prefetch else draws) as batches:
             for step, (t, batch) in enumerate(batches):
                 # sample a task, take its next batch, backpropagate through encoder and head
                 tasks[step] = t
+                if step % accum == 0:
+                    self.strategy.start_update(epoch, self.scheduler.last_epoch)  # unfreezing
                 group = min(accum, steps - step // accum * accum)  # micro-batches in this optimizer step
                 losses[step] = self.backward(t, batch, 1.0 / group)
                 if (step + 1) % accum == 0 or step + 1 == steps:
                     self.optimizer_step()
+                if (step + 1) % bandit == 0 or step + 1 == steps:
+                    self.strategy.feed(self.sampler, tasks[fed : step + 1], losses[fed : step + 1], self.held_out_loss)
+                    fed = step + 1
                 if (step + 1) % every == 0 or step + 1 == steps:
                     self._check(losses, tasks, checked, step + 1, epoch)
                     checked = step + 1
@@ -268,6 +219,21 @@ class Trainer:
                 window.mean().item(),
             )
 
+    def held_out_loss(self) -> float:
+        """The primary's loss on its first dev batch, dropout off: what the bandit's ``primary`` reward
+        watches fall. A fixed batch, so the change between two checks is the model's, not the data's."""
+        name = self.config.primary
+        data = self.data[name].dev
+        rows = np.arange(min(len(data), self.config.batch_size))
+        batch = to_device(collate(data, rows, self.padding, self.kinds[name], multiple=self.pad_multiple), self.device)
+        labels = batch.pop("labels")
+        self.model.eval()
+        with torch.inference_mode(), self.precision.autocast():
+            logits = self.forward(name, **batch)
+            loss = self.loss_fn(logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1))
+        self.model.train()
+        return float(loss)
+
     def run_epoch(self) -> dict[str, float]:
         """Train one epoch, evaluate on dev (and test after the last epoch); return the metrics."""
         with torch.random.fork_rng(devices=[self.device] if self.cuda_rng is not None else []):
@@ -282,10 +248,12 @@ class Trainer:
 
     def _run_epoch(self) -> dict[str, float]:
         config, epoch = self.config, self.epoch
-        probs = self.sampler.probabilities(epoch)
         self.model.train()
         started = time.perf_counter()
         step_losses, step_tasks = self.train_steps(epoch, self.steps_per_epoch)
+        # in force at the epoch's end: a bandit's has moved during it; one batch of every task per step: uniform
+        every_task = config.optim.step_mode == "all"
+        probs = np.full(len(self.names), 1 / len(self.names)) if every_task else self.sampler.probabilities(epoch)
         losses = {n: step_losses[step_tasks == i].tolist() for i, n in enumerate(self.names)}
         train_seconds = time.perf_counter() - started
         self.epoch += 1
@@ -302,6 +270,7 @@ class Trainer:
             metrics[f"sampling/steps/{key}"] = float(len(losses[n]))
             if losses[n]:
                 metrics[f"train/{key}/loss"] = float(np.mean(losses[n]))
+        metrics.update(self.strategy.metrics([self.data[n].task.name for n in self.names]))
         for n in self.names:
             d = self.data[n]
             metrics.update(self._scores(n, "dev", d.dev, d.dev_examples))
@@ -340,6 +309,7 @@ class Trainer:
             "torch_rng": self.torch_rng,
             "cuda_rng": self.cuda_rng,
             "scaler": self.scaler.state_dict(),  # empty unless fp16
+            "strategy": self.strategy.state_dict(),  # empty unless a strategy learns or draws
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -358,6 +328,7 @@ class Trainer:
             self.cuda_rng = cuda_rng.cpu()  # map_location moved it; RNG states live on the host
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
+        self.strategy.load_state_dict(state.get("strategy", {}))
 
     def _load_optimizer(self, state: dict[str, Any]) -> None:
         # load_state_dict adopts the saved groups' flags: a checkpoint from a CPU-fallback node would
@@ -379,44 +350,6 @@ class Trainer:
                 f"tensors and plain values, or not a trainer checkpoint): {str(exc).splitlines()[0]}"
             ) from None
         self.load_state_dict(state)
-
-
-@torch.inference_mode()
-def predict_probs(
-    model: MultitaskModel,
-    name: str,
-    data: Encoded,
-    padding: Padding,
-    batch_size: int,
-    device: torch.device,
-    multiple: int = 1,
-    autocast: Callable[[], AbstractContextManager] = contextlib.nullcontext,
-) -> np.ndarray:
-    """Class probabilities of task ``name``'s head: (rows, C) for sequence tasks, (words, C) for tagging.
-    ``multiple``: pad widths to it; ``autocast``: the training precision's context."""
-    model.eval()
-    kind = model.kinds[name]
-    order = np.argsort(data.lengths(), kind="stable")  # similar lengths together: less padding
-    per_row: list[np.ndarray] = [np.empty(0)] * len(order)
-    for start in range(0, len(order), batch_size):
-        rows = order[start : start + batch_size]
-        batch = collate(data, rows, padding, kind, multiple=multiple)
-        labels = batch.pop("labels")
-        with autocast():
-            logits = model(name, **to_device(batch, device))
-        p = torch.softmax(logits.float(), -1).cpu()
-        for i, r in enumerate(rows):
-            # tagging: keep each word's first sub-token, the only labelled one
-            per_row[r] = p[i][labels[i] != IGNORE].numpy() if kind == "tagging" else p[i].numpy()
-    if kind != "tagging":
-        return np.stack(per_row)
-    # words truncated away by max_seq_length get a uniform (so, scored) prediction
-    n_classes = model.heads[head_key(name)].out_features
-    out = []
-    for r, p in enumerate(per_row):
-        missing = int(data.words[r]) - len(p)  # type: ignore[index]
-        out.append(np.concatenate([p, np.full((missing, n_classes), 1.0 / n_classes)]) if missing else p)
-    return np.concatenate(out)
 
 
 def train(config: TrainConfig, data: dict[str, TaskData] | None = None) -> Iterator[dict[str, float]]:

@@ -9,11 +9,17 @@ from dataclasses import asdict
 
 from trainables.cli import ArgumentParser, check_writable, run_main, setup_logging, write_json
 from trainables.config import (
+    BANDIT_REWARDS,
+    GRADIENTS,
+    LOSS_WEIGHTINGS,
     PRECISIONS,
     SCHEMAS,
+    STEP_MODES,
     SUMMARIES,
+    UNFREEZE,
     ConfigError,
     EncoderConfig,
+    OptimConfig,
     SamplingConfig,
     TrainConfig,
     parse_weights,
@@ -36,6 +42,7 @@ def parser() -> ArgumentParser:
         "--anneal-c", type=float, default=SamplingConfig.anneal_c, help="annealing constant c for --sampling anneal"
     )
     p.add_argument("--weights", default="", help="TASK=TIER|NUMBER,... (default primary 4, others 2)")
+    strategies(p)
     p.add_argument("--model", default=EncoderConfig.model, help="encoder: AutoModel name or local path")
     p.add_argument(
         "--summary",
@@ -78,13 +85,45 @@ def parser() -> ArgumentParser:
     return p
 
 
+def strategies(p: ArgumentParser) -> None:
+    """Issue 19's flags: the bandit sampler's, and how an optimizer step is made (all off by default)."""
+    s, o = SamplingConfig, OptimConfig
+    p.add_argument("--bandit-reward", default=s.bandit_reward, choices=BANDIT_REWARDS, help="--sampling bandit")
+    p.add_argument("--bandit-lr", type=float, default=s.bandit_lr, help="EXP3 step size (--sampling bandit)")
+    p.add_argument("--bandit-explore", type=float, default=s.bandit_explore, help="EXP3 uniform share γ")
+    p.add_argument("--bandit-every", type=int, default=s.bandit_every, metavar="N", help="steps between rewards")
+    p.add_argument("--loss-weighting", default=o.loss_weighting, choices=LOSS_WEIGHTINGS)
+    p.add_argument("--uncertainty-lr", type=float, default=o.uncertainty_lr, help="lr of the log-variances")
+    p.add_argument("--gradients", default=o.gradients, choices=GRADIENTS, help="over the tasks of one step")
+    p.add_argument("--step-mode", default=o.step_mode, choices=STEP_MODES, help="all: one batch of every task per step")
+    p.add_argument("--layer-decay", type=float, default=o.layer_decay, help="layer-wise lr decay in (0, 1]; 1: off")
+    p.add_argument("--unfreeze", default=o.unfreeze, choices=UNFREEZE, help="gradual unfreezing, top layers first")
+    p.add_argument("--unfreeze-every", type=int, default=o.unfreeze_every, metavar="M", help="epochs or steps")
+
+
 def config_from_args(args: argparse.Namespace) -> TrainConfig:
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     return TrainConfig(
         tasks=tasks,
         primary=args.primary or (tasks[0] if tasks else ""),
         sampling=SamplingConfig(
-            schema=args.sampling, exponent=args.exponent, anneal_c=args.anneal_c, weights=parse_weights(args.weights)
+            schema=args.sampling,
+            exponent=args.exponent,
+            anneal_c=args.anneal_c,
+            weights=parse_weights(args.weights),
+            bandit_reward=args.bandit_reward,
+            bandit_lr=args.bandit_lr,
+            bandit_explore=args.bandit_explore,
+            bandit_every=args.bandit_every,
+        ),
+        optim=OptimConfig(
+            loss_weighting=args.loss_weighting,
+            uncertainty_lr=args.uncertainty_lr,
+            gradients=args.gradients,
+            step_mode=args.step_mode,
+            layer_decay=args.layer_decay,
+            unfreeze=args.unfreeze,
+            unfreeze_every=args.unfreeze_every,
         ),
         encoder=EncoderConfig(model=args.model, summary=args.summary, max_seq_length=args.max_seq_length),
         epochs=args.epochs,

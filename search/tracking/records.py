@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, asdict, dataclass, fields
 
-from spaces.canonical import WEIGHTED, task_label
+from spaces.canonical import STRATEGY_PARAMS, WEIGHTED, strategy_params, task_label
 from trainables.config import ConfigError, TrainConfig
 from trainables.results import FAILURE_REASON, per_seed, seed_key
 
@@ -153,6 +153,7 @@ class TrialParams:
     exponent: float | None = None  # power only
     anneal_c: float | None = None  # anneal only
     weights: str | None = None  # schemas that read the weights, with more than one task
+    strategy: tuple[tuple[str, str], ...] = ()  # issue 19's, only where they apply (spaces.canonical.strategy_params)
 
     @classmethod
     def of(cls, config: TrainConfig, seeds: Sequence[int]) -> TrialParams:
@@ -174,15 +175,18 @@ class TrialParams:
             weights=",".join(f"{task_label(t)}={w:g}" for t, w in zip(config.tasks, config.task_weights()))
             if weighted
             else None,
+            strategy=tuple(strategy_params(config).items()),
         )
 
     def to_params(self) -> dict[str, str]:
-        return {k: str(v) for k, v in asdict(self).items() if v is not None}
+        out = {k: str(v) for k, v in asdict(self).items() if v is not None and k != "strategy"}
+        return out | dict(self.strategy)
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> TrialParams:
         types = {"lr": float, "warmup": float, "batch_size": int, "epochs": int, "exponent": float, "anneal_c": float}
         values = {f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls) if f.name in params}
+        values["strategy"] = tuple((k, params[k]) for k in STRATEGY_PARAMS if k in params)
         try:
             return cls(**values)
         except TypeError:

@@ -31,3 +31,21 @@ def test_a_file_without_the_loop_throughput_is_refused(tmp_path, text):
     path.write_text(text)
     with pytest.raises(ConfigError, match=r"--from-benchmark .*run\.json"):
         benchmark_throughput(path)
+
+
+def test_strategies_cost_what_the_benchmark_measured(tmp_path):
+    from search.estimate import strategy_cost, strategy_costs
+    from spaces import get_study
+
+    ratios = {"bandit-loss": 1.1, "bandit-primary": 1.3, "uncertainty": 1.02, "all-sum": 1.0, "all-pcgrad": 1.4}
+    ratios["layer-decay"] = 1.01
+    assert strategy_cost(get_study("absa"), {}) == 1.0  # no strategies: the plain loop
+    # bandit: half multitask x 1 schema in 8 x (mean of 1.1, 1.3) - 1 = 0.0125; uncertainty 0.5 x 1/2 x 0.02 = 0.005;
+    # all-tasks steps: 0.5 x 1/2 x (1/2 x 1.0 + 1/2 x 1.4 - 1) = 0.05; layer decay (every trial) 0.01
+    assert strategy_cost(get_study("absa-plus"), ratios) == pytest.approx(1 + 0.0125 + 0.005 + 0.05 + 0.01)
+    path = tmp_path / "strategies.json"
+    path.write_text(json.dumps({"strategy_cost_ratio": ratios}))
+    assert strategy_costs(path) == ratios
+    path.write_text("{}")
+    with pytest.raises(ConfigError, match="--strategy-costs .*: no strategy_cost_ratio"):
+        strategy_costs(path)

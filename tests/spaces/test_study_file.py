@@ -242,7 +242,9 @@ def test_builtin_names_are_reserved(tmp_path):
 def test_a_file_study_is_then_known_by_its_name(tmp_path):
     study = get_study(str(example_study(tmp_path)))
     assert get_study("reviews") is study
-    with pytest.raises(ConfigError, match=r"unknown study 'nope': expected a built-in study \(absa, sentihood\) or a "):
+    with pytest.raises(
+        ConfigError, match=r"unknown study 'nope': expected a built-in study \(absa, absa-plus, sentihood\) or a "
+    ):
         get_study("nope")
 
 
@@ -263,4 +265,4 @@ def test_package_data_ships_every_builtin_study():
     pyproject = tomllib.loads((BUILTIN.parents[1] / "pyproject.toml").read_text())
     patterns = pyproject["tool"]["setuptools"]["package-data"]["spaces"]
     shipped = {p for pattern in patterns for p in (BUILTIN.parent).glob(pattern)}
-    assert shipped == set(BUILTIN.glob("*.toml")) and len(shipped) == 2
+    assert shipped == set(BUILTIN.glob("*.toml")) and len(shipped) == 3
