@@ -257,7 +257,8 @@ def canonical_key(config: TrainConfig) -> str:
 def baseline_choices(study: Study, base: TrainConfig | None = None) -> dict[str, Any]:
     """The single-task baseline: the primary alone, with ``base``'s lr, warm-up and batch size
     (default: the thesis's), moved into the study's ranges where they lie outside."""
-    return {**{f"aux/{t}": False for t in study.candidates}, "schema": "prop", **_defaults(study, base)}
+    aux = {f"aux/{t}": False for t in study.candidates}
+    return {"multitask": False, **aux, "schema": "prop", **_defaults(study, base), **_strategies_off(study)}
 
 
 def baseline_moves(study: Study, base: TrainConfig) -> dict[str, tuple[float, float]]:
@@ -278,17 +279,38 @@ def _defaults(study: Study, base: TrainConfig | None = None) -> dict[str, Any]:
     return out
 
 
+def _strategies_off(study: Study) -> dict[str, Any]:
+    """Issue 19's dimensions at their off values (where the study's choices allow), so the baseline
+    and the thesis grid's points are plain fine-tuning: Optuna would otherwise sample the ones a
+    point leaves out."""
+
+    def off(choices: tuple[str, ...], value: str) -> str:
+        return value if value in choices else choices[0]
+
+    out: dict[str, Any] = {
+        "step_mode": off(study.step_modes, "sampled"),
+        "loss_weighting": off(study.loss_weighting, "none"),
+        "gradients": off(study.gradients, "sum"),
+        "unfreeze": off(study.unfreeze, "off"),
+    }
+    if study.layer_decay is not None:
+        out["layer_decay"] = min(max(1.0, study.layer_decay.low), study.layer_decay.high)
+    return out
+
+
 def thesis_grid(study: Study, base: TrainConfig) -> list[dict[str, Any]]:
     """The thesis's hand grid: 6 schemas x every task subset containing the primary, deduplicated.
 
     Baseline first; anneal uses the thesis's c = 0.9; the other dimensions stay at defaults.
     """
     points, seen = [], set()
-    defaults = _defaults(study, base)
+    defaults = {**_defaults(study, base), **_strategies_off(study)}
     subsets = [combo for r in range(len(study.candidates) + 1) for combo in itertools.combinations(study.candidates, r)]
     for subset in subsets:
         for schema in THESIS_SCHEMAS:
-            point = {**{f"aux/{t}": t in subset for t in study.candidates}, "schema": schema, **defaults}
+            # "multitask" too: left out, Optuna would sample it and turn half the points single-task
+            point = {"multitask": bool(subset), **{f"aux/{t}": t in subset for t in study.candidates}}
+            point.update(schema=schema, **defaults)
             if schema == "anneal":
                 point["anneal_c"] = 0.9
             key = canonical_key(apply_choices(base, point, study))

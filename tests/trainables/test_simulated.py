@@ -129,3 +129,40 @@ def test_the_simulated_trainable_imports_no_torch():
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_strategies_of_absa_plus_have_effects_only_where_they_act():
+    """Issue 19's dimensions in the truth model: every config the absa-plus space draws scores, and a
+    strategy's gain lands only where the canonical config says it acts."""
+    import dataclasses
+
+    import optuna
+
+    from search.study.config import SearchConfig
+    from spaces import apply_choices, canonical, define_space
+
+    truth = load_truth(resolve_truth("strategies"))
+    cfg = SearchConfig("absa-plus", preset="full")
+    study, base = cfg.resolved_study(), cfg.base_config()
+    sampler = optuna.samplers.RandomSampler(seed=0)
+    opt = optuna.create_study(sampler=sampler)
+    seen = set()
+    for _ in range(60):
+        trial = opt.ask()
+        constants = define_space(trial, study=study) or {}
+        config = canonical(apply_choices(base, {**trial.params, **constants}, study))
+        score = truth.true_score(config, "acc_4way")
+        assert 0.0 < score < 1.0
+        seen.add(config.sampling.schema)
+        opt.tell(trial, score)
+    assert "bandit" in seen
+    multitask = base.with_(tasks=(base.primary, "sst2"), sampling=SamplingConfig(schema="prop"))
+    pcgrad = multitask.with_(optim=dataclasses.replace(multitask.optim, gradients="pcgrad", step_mode="all"))
+    weighted = multitask.with_(optim=dataclasses.replace(multitask.optim, loss_weighting="uncertainty"))
+    assert truth.effect(weighted) - truth.effect(multitask) == pytest.approx(0.005)
+    assert truth.effect(pcgrad) - truth.effect(multitask) == pytest.approx(-0.005)  # all tasks per step; pcgrad 0
+    decayed = multitask.with_(optim=dataclasses.replace(multitask.optim, layer_decay=0.9))
+    assert truth.effect(decayed) - truth.effect(multitask) == pytest.approx(0.005)
+    alone = multitask.with_(tasks=(base.primary,))
+    single = alone.with_(optim=dataclasses.replace(alone.optim, loss_weighting="uncertainty"))
+    assert truth.effect(single) == truth.effect(alone)  # acts beside auxiliaries only

@@ -9,6 +9,8 @@ Layout (every table optional except ``[tasks.<primary>]``; README, "Simulated st
     [exponent]   peak, depth       [anneal_c] peak, depth
     [lr]         peak, depth       [warmup]   peak, depth
     [[bonus]]    auxiliary = [...], schemas = [...], gain
+    [strategy]   bandit, all_tasks, uncertainty, pcgrad, unfreeze = gain where it acts
+    [layer_decay] peak, depth
     [learning]   gap, multitask_gap, loss_start, loss_end
     [time]       seconds_per_epoch, scale, steps_per_epoch
     [tasks.<task>]  <metric> = true base score
@@ -22,10 +24,10 @@ from dataclasses import fields
 from typing import Any
 
 from trainables.sampling import SAMPLERS
-from trainables.simulated.truth import Bonus, Curve, Learning, Noise, Timing, Truth, TruthError
+from trainables.simulated.truth import STRATEGIES, Bonus, Curve, Learning, Noise, Timing, Truth, TruthError
 
 TOP = ("name", "primary", "seed", "noise", "auxiliary", "schema", "exponent", "anneal_c", "lr", "warmup")
-TOP += ("bonus", "learning", "time", "tasks", "majority")
+TOP += ("bonus", "strategy", "layer_decay", "learning", "time", "tasks", "majority")
 NONNEGATIVE = {"seed_sd", "shared_seed_sd", "eval_sd", "depth", "seconds_per_epoch", "scale", "gap", "multitask_gap"}
 
 
@@ -117,6 +119,8 @@ def truth_of(raw: dict[str, Any], path: str) -> Truth:
         lr=curve(raw, "lr", path, default.lr, log=True),
         warmup=curve(raw, "warmup", path, default.warmup),
         bonus=bonuses(raw, path),
+        strategy=table(raw, "strategy", path, STRATEGIES),
+        layer_decay=curve(raw, "layer_decay", path, default.layer_decay),
         learning=section(raw, "learning", Learning, path),
         time=section(raw, "time", Timing, path),
         majority=table(raw, "majority", path),

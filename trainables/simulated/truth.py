@@ -35,6 +35,8 @@ from trainables.sampling import make_sampler
 from trainables.tasks import declared_name
 
 STATIC_EXPONENTS = {"random": 0.0, "sqrt": 0.5, "prop": 1.0, "square": 2.0}  # p ∝ w**a, a fixed
+# the adaptive strategies (issue 19) a truth can give a gain, each where it acts in a canonical config
+STRATEGIES = ("bandit", "all_tasks", "uncertainty", "pcgrad", "unfreeze")
 BUILTIN = Path(__file__).with_name("truths")
 
 
@@ -106,6 +108,8 @@ class Truth:
     lr: Curve = Curve(math.log10(3e-5), 0.0)  # over log10(lr): depth per decade squared
     warmup: Curve = Curve(0.1, 0.0)
     bonus: tuple[Bonus, ...] = ()
+    strategy: Mapping[str, float] = field(default_factory=dict)  # STRATEGIES -> gain where it acts
+    layer_decay: Curve = Curve(1.0, 0.0)  # over the layer-wise lr decay factor (1: off)
     learning: Learning = Learning()
     time: Timing = Timing()
     majority: Mapping[str, float] = field(default_factory=dict)  # primary metric -> constant predictor's score
@@ -114,12 +118,15 @@ class Truth:
     def effect(self, config: TrainConfig) -> float:
         """The config's true gain on every primary metric over ``base`` (infinite seeds, every epoch)."""
         value = -self.lr.penalty(math.log10(config.lr)) - self.warmup.penalty(config.warmup)
+        value += self.single_task_strategies(config)
         auxiliary = frozenset(task_name(t) for t in config.tasks if t != config.primary)
         if not auxiliary:
             return value
         schema = config.sampling.schema
-        value += sum(self.auxiliary.get(t, 0.0) for t in auxiliary)
-        if schema == "sequential":
+        value += sum(self.auxiliary.get(t, 0.0) for t in auxiliary) + self.multitask_strategies(config)
+        if config.optim.step_mode == "all" or schema == "bandit":
+            pass  # every task in each step, or an adaptive distribution: no static schema's curve
+        elif schema == "sequential":
             value += self.sequential
         elif schema == "anneal":
             value += self.anneal - self.anneal_c.penalty(config.sampling.anneal_c)
@@ -127,6 +134,22 @@ class Truth:
             a = float(config.sampling.exponent) if schema == "power" else STATIC_EXPONENTS[schema]
             value -= self.exponent.penalty(a)
         return value + sum(b.gain for b in self.bonus if b.applies(auxiliary, schema))
+
+    def single_task_strategies(self, config: TrainConfig) -> float:
+        """Gains of what acts on any config: layer-wise lr decay, gradual unfreezing."""
+        unfreeze = self.strategy.get("unfreeze", 0.0) if config.optim.unfreeze != "off" else 0.0
+        return unfreeze - self.layer_decay.penalty(config.optim.layer_decay)
+
+    def multitask_strategies(self, config: TrainConfig) -> float:
+        """Gains of what acts only beside auxiliary tasks. The config is canonical: an option that
+        does not act there (PCGrad with one task per step) is already written as off."""
+        on = {
+            "bandit": config.sampling.schema == "bandit",
+            "all_tasks": config.optim.step_mode == "all",
+            "uncertainty": config.optim.loss_weighting == "uncertainty",
+            "pcgrad": config.optim.gradients == "pcgrad",
+        }
+        return sum(self.strategy.get(name, 0.0) for name, acts in on.items() if acts)
 
     def true_score(self, config: TrainConfig, metric: str, split: str = "dev") -> float:
         """The primary's true ``metric`` of ``config``: what infinitely many seeds would average."""

@@ -190,3 +190,30 @@ def test_the_searchers_own_state_survives_a_restore(tmp_path):
     answered = [t for t in trials if "duplicate_of" in t.user_attrs]
     assert len(answered) == 1 and answered[0].state == TrialState.COMPLETE and answered[0].value == pytest.approx(0.7)
     assert answered[0].intermediate_values == {1: pytest.approx(0.6)}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_every_thesis_grid_point_is_trained_as_written(seed):
+    """The grid's points name every choice the space asks on their branch ("multitask" included):
+    one left out is sampled by Optuna, and a sampled single-task draw turned grid points into repeats
+    of the baseline. All 43 configs are trained, each under its own canonical key."""
+    from spaces.canonical import thesis_grid
+
+    points = thesis_grid(STUDY, BASE)
+    s = searcher(points=points, sampler=optuna.samplers.TPESampler(seed=seed))
+    configs = [s.suggest(f"t{i}") for i in range(len(points))]
+    wanted = [canonical(apply_choices(BASE, p, STUDY)) for p in points]
+    assert len(points) == 43 and [TrainConfig.from_dict(c["train"]) for c in configs] == wanted
+    assert configs[0]["baseline"] and s.duplicates == 0
+
+
+@pytest.mark.parametrize("name", ["absa", "absa-plus"])
+def test_the_first_trial_is_the_plain_baseline_whatever_the_study_searches(name):
+    """absa-plus searches layer decay and unfreezing on single-task points too: the baseline fixes
+    them off (sampled, they made t00 a tuned single-task trial and the study had no baseline)."""
+    study = get_study(name)
+    for seed in range(5):
+        s = searcher(points=None, sampler=optuna.samplers.RandomSampler(seed=seed), study=study)
+        first = s.suggest("t0")
+        assert first["baseline"] and first["label"] == "t00 baseline"
+        assert TrainConfig.from_dict(first["train"]).optim == TrainConfig.from_dict(BASE.to_dict()).optim
