@@ -28,7 +28,6 @@ from typing import Any
 
 from spaces.studies import THESIS_SCHEMAS, Study
 from trainables.config import TIERS, OptimConfig, SamplingConfig, TrainConfig
-from trainables.strategy import multitask_steps
 from trainables.tasks import declared_name
 
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
@@ -121,7 +120,7 @@ def canonical_optim(config: TrainConfig) -> OptimConfig:
     return replace(
         o,
         step_mode=step_mode,
-        gradients=o.gradients if multitask_steps(replace(config, optim=replace(o, step_mode=step_mode))) else "sum",
+        gradients=o.gradients if replace(config, optim=replace(o, step_mode=step_mode)).multitask_steps else "sum",
         uncertainty_lr=o.uncertainty_lr if o.loss_weighting == "uncertainty" else default.uncertainty_lr,
         unfreeze_every=o.unfreeze_every if o.unfreeze != "off" else default.unfreeze_every,
     )

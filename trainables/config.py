@@ -186,6 +186,11 @@ class TrainConfig:
             return self.max_auxiliary_eval_examples
         return self.max_eval_examples
 
+    @property
+    def multitask_steps(self) -> bool:
+        """Whether an optimizer step can hold more than one task (else PCGrad is the plain sum)."""
+        return len(self.tasks) > 1 and (self.optim.step_mode == "all" or self.grad_accum > 1)
+
     def task_weights(self) -> tuple[float, ...]:
         """Importance weight per task, in ``tasks`` order."""
         given = dict(self.sampling.weights)

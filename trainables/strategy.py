@@ -38,11 +38,6 @@ def plain_groups(model: torch.nn.Module, weight_decay: float) -> list[dict[str, 
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
-def multitask_steps(config: TrainConfig) -> bool:
-    """Whether an optimizer step can hold more than one task (else PCGrad is the plain sum)."""
-    return len(config.tasks) > 1 and (config.optim.step_mode == "all" or config.grad_accum > 1)
-
-
 class Strategy:
     """Loss weighting, gradient combination, layer-wise lr, unfreezing and bandit rewards of a run."""
 
@@ -51,7 +46,7 @@ class Strategy:
         optim = config.optim
         self.layers = encoder_layers(model.encoder)
         self.weights = UncertaintyWeights(len(names)) if optim.loss_weighting == "uncertainty" else None
-        surgery = optim.gradients == "pcgrad" and multitask_steps(config)
+        surgery = optim.gradients == "pcgrad" and config.multitask_steps
         self.gradients = TaskGradients(list(model.encoder.parameters()), seed) if surgery else None
         self.trainable_from = 0  # the lowest depth that trains now
         self.primary_loss: float | None = None  # the bandit's last held-out primary loss

@@ -5,6 +5,7 @@ import pytest
 from search.study.config import SearchConfig
 from search.tracking.records import Invocation
 from spaces import Range, get_study
+from spaces.studies import DEFAULT_PRESETS
 from trainables.config import ConfigError
 
 
@@ -29,6 +30,7 @@ def test_base_config_is_the_preset_scale_with_the_flags_on_top(tmp_path):
 def test_a_preset_lr_range_is_searched_unless_the_flag_or_the_study_says_otherwise():
     smoke = get_study("absa").preset("smoke")
     assert SearchConfig("absa", preset="smoke").resolved_study().lr == smoke.lr_range == Range(5e-5, 2e-4, log=True)
+    assert DEFAULT_PRESETS["smoke"].lr_range is None  # a study file's own lr range stands unless its preset says
     assert SearchConfig("absa", preset="full").resolved_study().lr == get_study("absa").lr  # full: the study's
     flagged = SearchConfig("absa", preset="smoke", lr_range=(1e-5, 3e-5)).resolved_study()
     assert flagged.lr == Range(1e-5, 3e-5, log=True)
