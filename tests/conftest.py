@@ -86,6 +86,14 @@ def tiny_winner(tiny_bert, tmp_path_factory):
     return trainer, config, checkpoint
 
 
+def study_stores(tmp: Path) -> list[str]:
+    """``search.run``'s flags that keep a study's MLflow, Optuna and Ray stores inside ``tmp``."""
+    return ["--tracking-uri", f"sqlite:///{tmp}/mlflow.db", "--optuna-storage", f"sqlite:///{tmp}/optuna.db"] + [
+        "--storage",
+        str(tmp / "ray"),
+    ]
+
+
 def study_env() -> dict:
     """The environment of a ``search.run`` subprocess: this checkout importable, Ray's token auth
     off (tests only)."""

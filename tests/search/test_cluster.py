@@ -12,7 +12,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from conftest import study_env
+from conftest import study_env, study_stores
 
 pytestmark = [pytest.mark.slow, pytest.mark.extended]  # 4 minutes of CI's 15: make test-all
 
@@ -44,12 +44,7 @@ def study(tmp: Path, model: Path, address: str, *extra: str) -> list[str]:
         str(model),
         "--seeds",
         "2",
-        "--tracking-uri",
-        f"sqlite:///{tmp}/mlflow.db",
-        "--optuna-storage",
-        f"sqlite:///{tmp}/optuna.db",
-        "--storage",
-        str(tmp / "ray"),
+        *study_stores(tmp),
         "--no-report",
         "--no-finalize",
         *extra,

@@ -12,7 +12,7 @@ import mlflow
 import optuna
 import pandas as pd
 import pytest
-from conftest import example_study, mlflow_server, study_env
+from conftest import example_study, mlflow_server, study_env, study_stores
 from optuna.trial import TrialState
 
 
@@ -38,12 +38,7 @@ def study_args(tmp: Path, model: Path, *extra: str) -> list[str]:
         "train/loss",
         "--mode",
         "min",  # continuous, so ASHA has something to cut
-        "--tracking-uri",
-        f"sqlite:///{tmp}/mlflow.db",
-        "--optuna-storage",
-        f"sqlite:///{tmp}/optuna.db",
-        "--storage",
-        str(tmp / "ray"),
+        *study_stores(tmp),
         *extra,
     ]
 
@@ -385,12 +380,7 @@ def test_readme_study_file_end_to_end(tmp_path, tiny_bert):
         "--no-finalize",
         "--search-seed",
         "5",
-        "--tracking-uri",
-        f"sqlite:///{tmp_path}/mlflow.db",
-        "--optuna-storage",
-        f"sqlite:///{tmp_path}/optuna.db",
-        "--storage",
-        str(tmp_path / "ray"),
+        *study_stores(tmp_path),
     ]
     r = subprocess.run(args, cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from conftest import study_env
+from conftest import study_env, study_stores
 
 from search.study.config import SearchConfig
 from search.tracking.records import Invocation
@@ -26,23 +26,12 @@ def no_torch(tmp: Path) -> dict:
     return {**env, "PYTHONPATH": f"{fake.parent}:{env['PYTHONPATH']}", "MTL_DATA_DIR": str(tmp / "no-data")}
 
 
-def stores(tmp: Path) -> list[str]:
-    return [
-        "--tracking-uri",
-        f"sqlite:///{tmp}/mlflow.db",
-        "--optuna-storage",
-        f"sqlite:///{tmp}/optuna.db",
-        "--storage",
-        str(tmp / "ray"),
-    ]
-
-
 @pytest.mark.slow
 def test_a_simulated_study_runs_search_finalize_and_report_without_torch_or_data(tmp_path):
     env = no_torch(tmp_path)
     # every trial completes (grace period = epochs), so both sides of the final comparison exist
     args = ["--simulate", "null", "--trials", "6", "--max-concurrent", "4", "--epochs", "2", "--grace-period", "2"]
-    run = [sys.executable, "-m", "search.run", "absa", *args, *stores(tmp_path)]
+    run = [sys.executable, "-m", "search.run", "absa", *args, *study_stores(tmp_path)]
     r = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
 
@@ -74,7 +63,7 @@ def test_a_bad_truth_stops_before_ray_in_one_line(tmp_path):
         ("nothing", "error: --simulate nothing: no such truth file"),
         (str(bad), f"error: {bad}: noise.seed_sd = -0.1: expected >= 0"),
     ):
-        run = [sys.executable, "-m", "search.run", "absa", "--simulate", truth, *stores(tmp_path)]
+        run = [sys.executable, "-m", "search.run", "absa", "--simulate", truth, *study_stores(tmp_path)]
         r = subprocess.run(run, cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and r.stderr.strip().startswith(expected), r.stderr
         assert len(r.stderr.strip().splitlines()) == 1

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import mlflow
 import pytest
-from conftest import mlflow_server, study_env
+from conftest import mlflow_server, study_env, study_stores
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
@@ -44,12 +44,7 @@ def study(tmp_path_factory, tiny_bert):
             "--no-finalize",
             "--name",
             "ui-study",
-            "--tracking-uri",
-            f"sqlite:///{tmp}/mlflow.db",
-            "--optuna-storage",
-            f"sqlite:///{tmp}/optuna.db",
-            "--storage",
-            str(tmp / "ray"),
+            *study_stores(tmp),
         ],
         cwd=tmp,
         env=study_env(),
