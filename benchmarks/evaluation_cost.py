@@ -60,7 +60,9 @@ def measure(study: str, preset: str, data_dir: str | None, model: str | None = N
         "test_rows": rows.get("test", 0),
         "completed_seed_seconds_before": trial,
         "test_share_of_a_completed_seed": seconds["test"] / trial,
-        "machine": f"{platform.machine()}, {torch.get_num_threads()} torch threads, {platform.processor() or ''}",
+        "machine": ", ".join(
+            filter(None, (platform.machine(), f"{torch.get_num_threads()} torch threads", platform.processor()))
+        ),
     }
 
 
