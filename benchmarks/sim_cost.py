@@ -152,19 +152,21 @@ def run_study(args: argparse.Namespace, folder: Path, uri: str) -> tuple[dict[st
     return study, meter, time.perf_counter() - started
 
 
-def trial_windows(path: str) -> tuple[int, float, float, int]:
-    """(results, first start, last end, trials) from the trials Tune saved."""
+def trial_windows(path: str) -> tuple[int, float, float, int, int]:
+    """(results, first start, last end, trials, trial processes) from the trials Tune saved; a
+    trial process (Tune's ``pid``) runs several trials where Tune reuses actors."""
     from ray import tune
 
     trials = tune.ExperimentAnalysis(path).trials
-    results, starts, ends = 0, [], []
+    results, starts, ends, pids = 0, [], [], set()
     for t in trials:
         last = t.last_result or {}
         if "timestamp" in last:
             results += int(last.get("training_iteration", 0))
             ends.append(float(last["timestamp"]))
             starts.append(float(last["timestamp"]) - float(last.get("time_total_s", 0.0)))
-    return results, min(starts), max(ends), len(trials)
+            pids.add((last.get("hostname"), last.get("pid")))
+    return results, min(starts), max(ends), len(trials), len(pids)
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -172,7 +174,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     with tempfile.TemporaryDirectory(prefix="sim-cost-") as tmp, tracking_store(args.tracking, Path(tmp)) as uri:
         study, meter, wall = run_study(args, Path(tmp), uri)
-        results, first, last, trials = trial_windows(study["path"])
+        results, first, last, trials, processes = trial_windows(study["path"])
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     driver_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     window = last - first
@@ -181,6 +183,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} at the end",
         "trials": trials,
+        "trial_processes": processes,
         "slots": args.slots,
         "tracking": args.tracking,
         "epoch_seconds": args.epoch_seconds,

@@ -2,7 +2,7 @@
 
 A trial checkpoints every seed's whole training state each epoch: the weights and AdamW's two
 moments, about three times the model's parameter bytes per seed (:func:`checkpoint_bytes`).
-Tune keeps one checkpoint per trial (``num_to_keep=1``), two while a new one is written.
+Tune keeps two checkpoints per trial (:data:`KEEP_CHECKPOINTS`), three while a new one is written.
 
 A full disk is no trial fault: Tune's ``max_failures`` would retry the trial from its last
 checkpoint into the same full disk. :class:`StorageGuard` (a Tune callback in the driver) stops
@@ -32,6 +32,14 @@ logger = logging.getLogger(__name__)
 
 # a trial's error text that means the disk (or a quota) is full, not that the trial is wrong
 FULL = re.compile(r"no space left on device|disk quota exceeded|\[errno (28|122)\]", re.IGNORECASE)
+
+
+# Checkpoints Tune keeps per trial (``CheckpointConfig(num_to_keep)``). Tune saves the whole
+# experiment state (every trial) whenever a trial has checkpointed this many times since the last
+# save: at 1 that is after every result, so the saves grow as results x trials (measured,
+# benchmarks/README.md, sim_cost). At 2 they follow Tune's own period, which keeps them near 5%
+# of the driver's time; the cost is one more checkpoint per trial on disk.
+KEEP_CHECKPOINTS = 2
 
 
 OVERHEAD = 2 * 2**20  # per seed: sampler, batch orders, RNG states, scheduler
@@ -73,7 +81,7 @@ class SpaceNeed:
 
     checkpoint: int  # one trial's checkpoint: seeds x (weights + AdamW moments + overhead)
     first: int  # the first checkpoints of the trials that start at once
-    total: int  # every trial's last checkpoint kept, plus one being written per running trial
+    total: int  # every trial's last KEEP_CHECKPOINTS checkpoints, plus one being written per running trial
 
     @classmethod
     def of(
@@ -83,7 +91,7 @@ class SpaceNeed:
         model_bytes = model_state_bytes(base.encoder.model) if model_bytes is None else model_bytes
         checkpoint = seeds * (3 * model_bytes + OVERHEAD)
         running = max(1, min(trials, concurrent))
-        return cls(checkpoint, running * checkpoint, (trials + running) * checkpoint)
+        return cls(checkpoint, running * checkpoint, (KEEP_CHECKPOINTS * trials + running) * checkpoint)
 
     def text(self) -> str:
         return f"~{size(self.checkpoint)} per trial checkpoint, ~{size(self.total)} for the whole study"

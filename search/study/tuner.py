@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from search.infra.disk import KEEP_CHECKPOINTS
 from search.infra.storage import storage_path
 from search.study.config import SearchConfig
 from search.study.ending import StudyEnd, tracking_unavailable
@@ -162,13 +163,14 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
             scheduler=scheduler_of(cfg, prep),
             num_samples=trials,
             max_concurrent_trials=cfg.max_concurrent,
+            reuse_actors=True,  # a trial after another in the same slot skips starting a process (README)
             trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
         ),
         run_config=tune.RunConfig(
             name=name,
             storage_path=storage,
             failure_config=tune.FailureConfig(max_failures=cfg.max_failures),
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=KEEP_CHECKPOINTS),
             callbacks=[
                 MLflowTracker(cfg.tracking_uri, parent, epochs, seeds, objective=objective, spool=str(spool.path)),
                 TrialLines(objective, epochs),
