@@ -3,9 +3,9 @@
 Each study is a whole simulated study (``search.run --simulate`` with the ``null`` truth, its own truth
 seed, so each has its own seed luck and noise, and its own Optuna seed) followed by ``finalize`` on 5
 fresh seeds, through Ray Tune, Optuna and MLflow, as many as ``--minutes`` allow, all in one process
-and one Ray session. The shape follows ``search.answer.calibration``'s: 30 trials, 3 search seeds, 5
-final seeds, every trial completed (grace period = epochs), so the two rates can stand side by side:
-the end-to-end one here, the pure-function one computed beside it.
+and one Ray session. Both rates have the same shape (``--trials`` trials, 3 search seeds, 5 final seeds,
+every trial completed: grace period = epochs), so they stand side by side: the end-to-end one here,
+the pure-function one (``search.answer.calibration``) computed beside it.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def main() -> int:
     n, hits = len(verdicts), sum(v == BETTER for v in verdicts)
     rate = hits / n
     se = math.sqrt(max(rate * (1 - rate), 0.025 * 0.975) / n)  # at 0 hits, the SE a 2.5% rate would have
-    pure, pure_se = better_rate(Simulation(), 2000)  # its own shape: 30 trials (few trials can leave no side)
+    pure, pure_se = better_rate(Simulation(trials=args.trials), 2000)  # the same trials and seeds per study
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "studies": n,
@@ -91,7 +91,7 @@ def main() -> int:
     args.out.write_text(json.dumps(summary, indent=1) + "\n")
     print(
         f'null studies end to end: "better" in {hits}/{n} = {rate:.3f} ± {se:.3f} (MC SE); '
-        f"pure-function calibration: {pure:.4f} ± {pure_se:.4f} over 2000"
+        f"pure-function calibration ({args.trials} trials per study): {pure:.4f} ± {pure_se:.4f} over 2000"
     )
     return 0
 

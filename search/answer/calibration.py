@@ -51,11 +51,17 @@ class Simulation:
     config_sd: float = 0.0  # spread of true scores between configs (0: the null of "no config matters")
     reuse_search_seeds: bool = False  # the old finalize: final seeds 1..K, the search's among them
 
+    def __post_init__(self) -> None:
+        if self.trials < 2:
+            raise ValueError(f"Simulation.trials = {self.trials}: expected >= 2 (the baseline and a multitask trial)")
+
 
 def simulate_study(sim: Simulation, rng: np.random.Generator) -> str:
     """One study through choose / collect / compare; the headline verdict."""
     multitask = rng.random(sim.trials) < 0.5
     multitask[0] = False  # t00 baseline
+    while not multitask.any():  # a study with no multitask trial has no verdict: the rate is among those with one
+        multitask[1:] = rng.random(sim.trials - 1) < 0.5
     true = 0.7 + sim.effect * multitask + rng.normal(0.0, sim.config_sd, sim.trials)
     luck: dict[tuple[int, int], float] = {}
 
