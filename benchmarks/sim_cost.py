@@ -6,6 +6,7 @@ are measured, with each trial epoch sleeping ``--epoch-seconds`` of real time. P
 
 - wall time; slot utilisation = trial-epochs x epoch seconds / (slots x the window from the first
   trial's start to the last one's end): the share of slot time a trial was doing its (simulated) work;
+  and the same while trials waited for slots (``steady_utilisation``: no ramp, no tail);
 - driver CPU seconds per reported result, and the driver's peak resident memory;
 - Optuna's suggest time per trial against trials so far (the searcher's ``suggest``, timed);
 - MLflow records the spool actually sent, per second of sending, to ``sqlite:///`` or to a local
@@ -152,21 +153,38 @@ def run_study(args: argparse.Namespace, folder: Path, uri: str) -> tuple[dict[st
     return study, meter, time.perf_counter() - started
 
 
-def trial_windows(path: str) -> tuple[int, float, float, int, int]:
-    """(results, first start, last end, trials, trial processes) from the trials Tune saved; a
-    trial process (Tune's ``pid``) runs several trials where Tune reuses actors."""
+def trial_windows(path: str) -> tuple[list[tuple[float, float, int]], int, int]:
+    """Each trial's (start, end, epochs) from the trials Tune saved, the trials, and the trial
+    processes (Tune's ``pid``: a process runs several trials where Tune reuses actors)."""
     from ray import tune
 
     trials = tune.ExperimentAnalysis(path).trials
-    results, starts, ends, pids = 0, [], [], set()
+    spans, pids = [], set()
     for t in trials:
         last = t.last_result or {}
         if "timestamp" in last:
-            results += int(last.get("training_iteration", 0))
-            ends.append(float(last["timestamp"]))
-            starts.append(float(last["timestamp"]) - float(last.get("time_total_s", 0.0)))
+            end = float(last["timestamp"])
+            spans.append((end - float(last.get("time_total_s", 0.0)), end, int(last.get("training_iteration", 0))))
             pids.add((last.get("hostname"), last.get("pid")))
-    return results, min(starts), max(ends), len(trials), len(pids)
+    return spans, len(trials), len(pids)
+
+
+def steady_utilisation(spans: list[tuple[float, float, int]], slots: int, epoch_seconds: float) -> float | None:
+    """Slot utilisation while a trial always waited for a free slot: from the start of the
+    ``slots``-th trial (every slot busy) to the start of the last one (none left to start). It
+    leaves out the ramp (starting the first processes) and the tail (slots idle while the last
+    trials finish), which depend on the study's shape, not on the per-trial cost of the stack.
+    A trial's work (epochs x epoch seconds) is spread evenly over its span."""
+    starts = sorted(start for start, _, _ in spans)
+    if len(starts) <= slots:
+        return None
+    low, high = starts[slots - 1], starts[-1]
+    work = 0.0
+    for start, end, epochs in spans:
+        overlap = min(end, high) - max(start, low)
+        if overlap > 0 and end > start:
+            work += epochs * epoch_seconds * overlap / (end - start)
+    return work / (slots * (high - low))
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -174,10 +192,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     with tempfile.TemporaryDirectory(prefix="sim-cost-") as tmp, tracking_store(args.tracking, Path(tmp)) as uri:
         study, meter, wall = run_study(args, Path(tmp), uri)
-        results, first, last, trials, processes = trial_windows(study["path"])
+        spans, trials, processes = trial_windows(study["path"])
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     driver_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
-    window = last - first
+    results = sum(epochs for _, _, epochs in spans)
+    window = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+    steady = steady_utilisation(spans, args.slots, args.epoch_seconds)
     sends = [s for _, s in meter["send"].calls]
     return {
         "date": time.strftime("%Y-%m-%d %H:%M"),
@@ -191,6 +211,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "trial_window_s": round(window, 1),
         "results": results,
         "utilisation": round(results * args.epoch_seconds / (args.slots * window), 4),
+        "steady_utilisation": None if steady is None else round(steady, 4),
         "driver_cpu_s": round(driver_cpu, 1),
         "driver_cpu_ms_per_result": round(1000 * driver_cpu / max(1, results), 1),
         "driver_peak_rss_mb": round(cpu1.ru_maxrss / 1024, 1),
@@ -200,6 +221,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "state_saves": len(meter["state_save"].calls),
         "state_save_s": round(sum(s for _, s in meter["state_save"].calls), 2),
         "interrupted": study["interrupted"],
+        "spans": [[round(a, 2), round(b, 2), e] for a, b, e in spans],
     }
 
 
@@ -294,7 +316,7 @@ def main() -> int:
     figures = measure(args)
     with open(args.out, "a") as f:
         f.write(json.dumps(figures) + "\n")
-    summary = {k: v for k, v in figures.items() if k != "suggest_s"}
+    summary = {k: v for k, v in figures.items() if k not in ("suggest_s", "spans")}
     suggest = figures["suggest_s"]
     summary["suggest_ms_first_last_10"] = [
         round(1000 * sum(suggest[:10]) / max(1, len(suggest[:10])), 1),

@@ -24,3 +24,13 @@ def test_suggestions_are_timed_and_plotted(tmp_path):
     line = {"trials": 5, "slots": 2, "tracking": "sqlite", "suggest_s": times, "utilisation": 0.5}
     plot([json.loads(json.dumps({**line, "driver_cpu_ms_per_result": 10.0}))], tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_steady_utilisation_counts_the_slots_busy_while_trials_waited():
+    from benchmarks.sim_cost import steady_utilisation
+
+    back_to_back = [(0, 10, 1), (0, 10, 1), (10, 20, 1), (10, 20, 1), (20, 30, 1)]
+    assert steady_utilisation(back_to_back, slots=2, epoch_seconds=10) == 1.0
+    gaps = [(0, 10, 1), (0, 10, 1), (12, 22, 1), (12, 22, 1), (24, 34, 1)]  # 2 s between trials
+    assert abs(steady_utilisation(gaps, slots=2, epoch_seconds=10) - 40 / 48) < 1e-12
+    assert steady_utilisation(gaps[:2], slots=2, epoch_seconds=10) is None  # no trial ever waited
