@@ -39,7 +39,12 @@ def test_the_baseline_and_a_study_without_the_option_train_every_seed():
 
 @pytest.mark.parametrize(
     "kw",
-    [dict(seeds=3, first=0), dict(seeds=3, first=4), dict(seeds=3, first=1, growth=1), dict(seeds=3, first=1, rungs=(2, 1))],
+    [
+        dict(seeds=3, first=0),
+        dict(seeds=3, first=4),
+        dict(seeds=3, first=1, growth=1),
+        dict(seeds=3, first=1, rungs=(2, 1)),
+    ],
 )
 def test_bad_schedules_are_refused_in_one_line(kw):
     with pytest.raises(ConfigError, match="expected"):
