@@ -25,6 +25,7 @@ class SimulatedStudy:
     mode: str
     trials: list[SimTrial]
     events: list[Event]
+    searcher: Any  # the CanonicalOptunaSearch it drove (its Optuna study: ``searcher._ot_study``)
 
     @property
     def seed_epochs(self) -> int:
@@ -76,8 +77,9 @@ def simulate(
     trials = len(points) if cfg.search == "grid" else (cfg.trials or prep.preset.trials)
     scheduler = scheduler or scheduler_of(cfg, prep)
     scheduler.set_search_properties(prep.objective, mode)  # as tune.run does
+    searcher = searcher_for(cfg, prep, mode, points)
     backend = Backend(
-        searcher_for(cfg, prep, mode, points),
+        searcher,
         scheduler,
         truth,
         prep.objective,
@@ -89,4 +91,4 @@ def simulate(
         seed_count=seed_count,
     )
     found = backend.run()
-    return SimulatedStudy(cfg, prep, mode, found, backend.events)
+    return SimulatedStudy(cfg, prep, mode, found, backend.events, searcher)

@@ -1,0 +1,85 @@
+"""The search strategies issue 18 part 3 compares, each a ``search.run`` invocation of the absa study.
+
+A strategy is what its user would type: ``--search``, ``--seeds``, ``--trials`` and ASHA's grace period
+and reduction factor (None: the preset's). Families are lists of strategies over budgets (trial
+counts) chosen so that their compute spans ~10% to ~250% of the thesis grid's 172 seed-epochs:
+under the full preset's ASHA (grace 1, reduction 2, 4 epochs) a trial trains ~2.2 epochs, so ~2.2 K
+seed-epochs at K seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from search.study.config import SearchConfig
+from trainables.config import ConfigError
+
+STUDY, PRESET = "absa", "full"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    family: str
+    search: str  # search.study.config.SEARCHES
+    seeds: int  # K: seeds every trial trains
+    trials: int | None = None  # None: the grid's size (--search grid)
+    grace_period: int | None = None  # None: the preset's
+    reduction_factor: int | None = None
+
+    @property
+    def group(self) -> str:
+        """The strategy without its budget: what one curve of the benchmark's plot shows."""
+        grace = f" grace={self.grace_period}" if self.grace_period is not None and self.family != "grid" else ""
+        return f"{self.family} K={self.seeds}{grace}"
+
+    @property
+    def name(self) -> str:
+        budget = "" if self.trials is None else f" N={self.trials}"
+        grace = "" if self.grace_period is None else f" grace={self.grace_period}"
+        return f"{self.family} K={self.seeds}{budget}{grace}"
+
+    def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
+        """The study's invocation (``truth``: the truth file's path)."""
+        return SearchConfig(
+            STUDY,
+            preset=PRESET,
+            simulate=truth,
+            search=self.search,
+            seeds=self.seeds,
+            trials=self.trials,
+            grace_period=self.grace_period,
+            reduction_factor=self.reduction_factor,
+            search_seed=search_seed,
+            max_concurrent=slots,
+        )
+
+
+def budgets(family: str, search: str, seeds: int, trials: tuple[int, ...], grace: int | None = None) -> list[Strategy]:
+    return [Strategy(family, search, seeds, n, grace) for n in trials]
+
+
+# the thesis's hand grid: 43 configs, one seed, every epoch (grace period = epochs: ASHA stops nothing)
+GRID = [Strategy("grid", "grid", 1, None, grace_period=4)]
+FAMILIES: dict[str, list[Strategy]] = {
+    "grid": GRID,
+    "tpe-k1": budgets("tpe-asha", "tpe", 1, (8, 16, 24, 40, 64, 100, 150, 215)),
+    "tpe-k3": budgets("tpe-asha", "tpe", 3, (3, 6, 9, 14, 22, 34, 50, 72)),
+    "random-k1": budgets("random-asha", "random", 1, (16, 40, 100, 215)),
+    "random-k3": budgets("random-asha", "random", 3, (6, 14, 34, 72)),
+    # not tuning the truth: what the search controls (seeds, budget, how early ASHA stops)
+    "tpe-k3-grace2": budgets("tpe-asha", "tpe", 3, (9, 14, 22, 34), grace=2),
+    "tpe-k2": budgets("tpe-asha", "tpe", 2, (6, 9, 14, 22, 34, 50)),
+}
+DEFAULT = ("grid", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
+
+
+def chosen(names: str) -> list[Strategy]:
+    """``grid,tpe-k3`` -> their strategies; one line naming the families on a bad name."""
+    out: list[Strategy] = []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        if name not in FAMILIES:
+            raise ConfigError(f"--strategies {name!r}: expected a comma-separated list of {', '.join(FAMILIES)}")
+        out += FAMILIES[name]
+    if not out:
+        raise ConfigError("--strategies is empty: expected one or more of " + ", ".join(FAMILIES))
+    return out
