@@ -25,18 +25,23 @@ class Strategy:
     trials: int | None = None  # None: the grid's size (--search grid)
     grace_period: int | None = None  # None: the preset's
     reduction_factor: int | None = None
+    first_rung_seeds: int | None = None  # seeds as a fidelity (--first-rung-seeds); None: all K throughout
 
     @property
     def group(self) -> str:
         """The strategy without its budget: what one curve of the benchmark's plot shows."""
         grace = f" grace={self.grace_period}" if self.grace_period is not None and self.family != "grid" else ""
-        return f"{self.family} K={self.seeds}{grace}"
+        return f"{self.family} K={self.seeds}{self.fidelity}{grace}"
 
     @property
     def name(self) -> str:
         budget = "" if self.trials is None else f" N={self.trials}"
         grace = "" if self.grace_period is None else f" grace={self.grace_period}"
-        return f"{self.family} K={self.seeds}{budget}{grace}"
+        return f"{self.family} K={self.seeds}{self.fidelity}{budget}{grace}"
+
+    @property
+    def fidelity(self) -> str:
+        return "" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}"
 
     def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
         """The study's invocation (``truth``: the truth file's path)."""
@@ -51,6 +56,7 @@ class Strategy:
             reduction_factor=self.reduction_factor,
             search_seed=search_seed,
             max_concurrent=slots,
+            first_rung_seeds=self.first_rung_seeds,
         )
 
 
@@ -69,6 +75,9 @@ FAMILIES: dict[str, list[Strategy]] = {
     # not tuning the truth: what the search controls (seeds, budget, how early ASHA stops)
     "tpe-k3-grace2": budgets("tpe-asha", "tpe", 3, (9, 14, 22, 34), grace=2),
     "tpe-k2": budgets("tpe-asha", "tpe", 2, (6, 9, 14, 22, 34, 50)),
+    # seeds as a fidelity: 1 seed to the first rung, 2 to the second, all 3 past it (the baseline all 3);
+    # ~1.25x tpe-k3's trials, for about its compute (a trial stopped early costs fewer seed-epochs)
+    "tpe-k3-fidelity": [Strategy("tpe-asha", "tpe", 3, n, first_rung_seeds=1) for n in (4, 8, 11, 17, 27, 42, 62, 90)],
 }
 DEFAULT = ("grid", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
 

@@ -12,7 +12,8 @@ from search.simulation.backend import Backend, Event, SeedCount, all_seeds
 from search.simulation.trial import SimTrial
 from search.study.config import SearchConfig
 from search.study.prepare import Prepared, prepare_simulated
-from search.study.tuner import first_points, scheduler_of
+from search.study.tuner import first_points, rungs_of, scheduler_of
+from trainables.fidelity import FIDELITY, SeedSchedule
 from trainables.simulated.truth import Truth
 
 
@@ -62,15 +63,28 @@ def searcher_for(cfg: SearchConfig, prep: Prepared, mode: str, points: list[dict
     )
 
 
+def scheduled_seeds(cfg: SearchConfig, prep: Prepared) -> SeedCount:
+    """Seeds a trial's epoch reports, as ``trainables.tune`` counts them: the study's seed schedule
+    (``--first-rung-seeds``; the baseline every seed), else every seed."""
+    schedule = cfg.seed_schedule(*rungs_of(cfg, prep))
+    if schedule is None:
+        return all_seeds
+
+    def count(trial: SimTrial, epoch: int) -> int:
+        return SeedSchedule.of_trial({**trial.config, FIDELITY: schedule.to_dict()}, len(trial.seeds)).at(epoch)
+
+    return count
+
+
 def simulate(
     cfg: SearchConfig,
     truth: Truth,
     scheduler: TrialScheduler | None = None,
-    seed_count: SeedCount = all_seeds,
+    seed_count: SeedCount | None = None,
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler``: the study's
-    own (``scheduler_of``) unless given."""
+    own (``scheduler_of``) unless given; ``seed_count``: the study's seed schedule unless given."""
     prep = prepare_simulated(cfg)
     mode = cfg.mode or prep.study.mode
     points = first_points(cfg, prep)
@@ -88,7 +102,7 @@ def simulate(
         trials,
         cfg.max_concurrent,
         seconds_per_epoch=truth.time.seconds_per_epoch or 1.0,  # 0 in a truth means "no sleep"; any unit will do
-        seed_count=seed_count,
+        seed_count=seed_count or scheduled_seeds(cfg, prep),
     )
     found = backend.run()
     return SimulatedStudy(cfg, prep, mode, found, backend.events, searcher)
