@@ -41,7 +41,9 @@ class Strategy:
 
     @property
     def fidelity(self) -> str:
-        return "" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}"
+        """`` first-rung=1``, `` rf=3``: the ASHA options a strategy sets beyond the preset's."""
+        rf = "" if self.reduction_factor is None else f" rf={self.reduction_factor}"
+        return rf + ("" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}")
 
     def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
         """The study's invocation (``truth``: the truth file's path)."""
@@ -78,6 +80,11 @@ FAMILIES: dict[str, list[Strategy]] = {
     # seeds as a fidelity: 1 seed to the first rung, 2 to the second, all 3 past it (the baseline all 3);
     # ~1.25x tpe-k3's trials, for about its compute (a trial stopped early costs fewer seed-epochs)
     "tpe-k3-fidelity": [Strategy("tpe-asha", "tpe", 3, n, first_rung_seeds=1) for n in (4, 8, 11, 17, 27, 42, 62, 90)],
+    # the same at reduction factor 3 (rungs at epochs 1 and 3): 1 seed to the first rung, then all 3
+    "tpe-k3-rf3": [Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3) for n in (9, 14, 22, 34, 50, 72)],
+    "tpe-k3-rf3-fidelity": [
+        Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3, first_rung_seeds=1) for n in (12, 19, 30, 46, 68, 98)
+    ],
 }
 DEFAULT = ("grid", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
 
