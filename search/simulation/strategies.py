@@ -83,7 +83,7 @@ FAMILIES: dict[str, list[Strategy]] = {
     # the same at reduction factor 3 (rungs at epochs 1 and 3): 1 seed to the first rung, then all 3
     "tpe-k3-rf3": [Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3) for n in (9, 14, 22, 34, 50, 72)],
     "tpe-k3-rf3-fidelity": [
-        Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3, first_rung_seeds=1) for n in (12, 19, 30, 46, 68, 98)
+        Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3, first_rung_seeds=1) for n in (11, 17, 27, 41, 61, 88)
     ],
 }
 DEFAULT = ("grid", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
