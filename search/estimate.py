@@ -207,7 +207,7 @@ def estimate(
         "strategy_cost_factor": round(cost, 3),
         "train_equivalent_rows_per_trial": round(per_trial),
         "total_rows_without_pruning": round(per_trial * trials),
-        "first_rung_seeds": cfg.first_rung_seeds or seeds,
+        "first_rung_seeds": cfg.first_rung() or seeds,
         "asha_epoch_fraction": round(fraction, 3),  # of epochs x seeds, with --first-rung-seeds
         "total_rows_with_asha": round(per_trial * trials * fraction),
     }

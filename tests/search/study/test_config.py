@@ -94,3 +94,18 @@ def test_bad_first_rung_seeds_are_one_line(kw, message):
     with pytest.raises(ConfigError, match=message) as info:
         SearchConfig("absa", **kw)
     assert "\n" not in str(info.value)
+
+
+def test_a_study_files_preset_can_set_first_rung_seeds(tmp_path):
+    from conftest import example_study, readme_study_file
+
+    path = str(example_study(tmp_path, readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 2\n"))
+    assert SearchConfig(path, preset="full").seed_schedule(1, 2, 4).first == 2
+    assert SearchConfig(path, preset="full", first_rung_seeds=1).seed_schedule(1, 2, 4).first == 1  # the flag wins
+    assert SearchConfig(path, preset="full").invocation("/x", 4).first_rung_seeds == 2
+    with pytest.raises(ConfigError, match="preset full first_rung_seeds 2: expected 1 to 1"):
+        SearchConfig(path, preset="full", seeds=1)
+    with pytest.raises(ConfigError, match="first_rung_seeds 4: expected 1 to 3"):
+        get_study(
+            str(example_study(tmp_path / "bad", readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 4\n"))
+        )
