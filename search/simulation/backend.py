@@ -143,7 +143,9 @@ class Backend:
         """One epoch's result through the scheduler and the searcher, as Tune's controller passes it."""
         self.spent += cost
         key = str(trial.config.get("key", ""))
-        result = epoch_result(self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id)
+        result = epoch_result(
+            self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id
+        )
         decision = self.scheduler.on_trial_result(self._controller, trial, result)
         trial.decisions.append(decision)
         self.events.append(Event(self.clock, self.spent, trial.trial_id, "result", epoch, decision))

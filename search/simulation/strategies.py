@@ -30,13 +30,15 @@ class Strategy:
     def group(self) -> str:
         """The strategy without its budget: what one curve of the benchmark's plot shows."""
         grace = f" grace={self.grace_period}" if self.grace_period is not None and self.family != "grid" else ""
-        return f"{self.family} K={self.seeds}{grace}"
+        reduction = f" rf={self.reduction_factor}" if self.reduction_factor is not None else ""
+        return f"{self.family} K={self.seeds}{grace}{reduction}"
 
     @property
     def name(self) -> str:
         budget = "" if self.trials is None else f" N={self.trials}"
         grace = "" if self.grace_period is None else f" grace={self.grace_period}"
-        return f"{self.family} K={self.seeds}{budget}{grace}"
+        reduction = "" if self.reduction_factor is None else f" rf={self.reduction_factor}"
+        return f"{self.family} K={self.seeds}{budget}{grace}{reduction}"
 
     def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
         """The study's invocation (``truth``: the truth file's path)."""
@@ -69,8 +71,11 @@ FAMILIES: dict[str, list[Strategy]] = {
     # not tuning the truth: what the search controls (seeds, budget, how early ASHA stops)
     "tpe-k3-grace2": budgets("tpe-asha", "tpe", 3, (9, 14, 22, 34), grace=2),
     "tpe-k2": budgets("tpe-asha", "tpe", 2, (6, 9, 14, 22, 34, 50)),
+    # the grid's 43 configs under the preset's ASHA (what `--search grid --seeds 1` runs), and a harsher ASHA
+    "grid-asha": [Strategy("grid-asha", "grid", 1)],
+    "grid-asha-rf4": [Strategy("grid-asha", "grid", 1, reduction_factor=4)],
 }
-DEFAULT = ("grid", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
+DEFAULT = ("grid", "grid-asha", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
 
 
 def chosen(names: str) -> list[Strategy]:
