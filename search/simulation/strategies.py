@@ -74,6 +74,9 @@ FAMILIES: dict[str, list[Strategy]] = {
     # the grid's 43 configs under the preset's ASHA (what `--search grid --seeds 1` runs), and a harsher ASHA
     "grid-asha": [Strategy("grid-asha", "grid", 1)],
     "grid-asha-rf4": [Strategy("grid-asha", "grid", 1, reduction_factor=4)],
+    "grid-asha-rf8": [Strategy("grid-asha", "grid", 1, reduction_factor=8)],
+    "grid-asha-k2": [Strategy("grid-asha", "grid", 2)],
+    "grid-asha-k3": [Strategy("grid-asha", "grid", 3)],
 }
 DEFAULT = ("grid", "grid-asha", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
 
