@@ -8,7 +8,7 @@ strategies meet the same luck (common random numbers). Per study it records the 
 selects (``search.simulation.selection``), its regret against the truth's best over the whole space
 (``search.simulation.optimum``), the compute in seed-epochs and trial-epochs, and the selection after
 every trial (best-so-far against compute). One JSON line per study goes to ``--out``; the table is
-printed; ``--plot`` is drawn from ``--out``.
+printed and ``--plot`` drawn from the same lines.
 
 Example: ``python -m benchmarks.search_quality --studies 20`` (``--strategies grid,tpe-k3`` for some).
 """
@@ -24,9 +24,13 @@ import platform
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from search.simulation.strategies import Strategy
+    from trainables.simulated.truth import Truth
 
 HERE = Path(__file__).resolve().parent
 EPSILONS = (0.005, 0.01)  # 0.5 pp and 1 pp (the truths' seed sd is 1 pp)
@@ -36,7 +40,7 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
 
 
-def one_study(strategy, truth_path: str, truth, i: int, slots: int, best: float) -> dict[str, Any]:
+def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: int, best: float) -> dict[str, Any]:
     """One study of ``strategy`` on truth seed ``i``: its JSON line."""
     from search.simulation import simulate
     from search.simulation.scoring import regret, within
@@ -54,6 +58,7 @@ def one_study(strategy, truth_path: str, truth, i: int, slots: int, best: float)
         "seeds": strategy.seeds,
         "budget": strategy.trials,
         "grace_period": strategy.grace_period,
+        "reduction_factor": strategy.reduction_factor,
         "slots": slots,
         "truth": truth.name,
         "study": i,
