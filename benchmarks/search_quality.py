@@ -47,7 +47,8 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
     from search.simulation.selection import selections
 
     started = time.perf_counter()
-    study = simulate(strategy.config(truth_path, i, slots), replace(truth, seed=i))
+    cfg = strategy.config(truth_path, i, slots)
+    study = simulate(cfg, replace(truth, seed=i), strategy.scheduler, strategy.seed_count)
     picks = selections(study, truth)
     last = picks[-1]
     r = float(regret(best, [last.true])[0])

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from search.simulation.backend import SeedCount, all_seeds
+from search.simulation.study import SchedulerOf
 from search.study.config import SearchConfig
+from search.study.tuner import scheduler_of
 from trainables.config import ConfigError
 
 STUDY, PRESET = "absa", "full"
@@ -25,6 +28,9 @@ class Strategy:
     trials: int | None = None  # None: the grid's size (--search grid)
     grace_period: int | None = None  # None: the preset's
     reduction_factor: int | None = None
+    # where seeds as a fidelity plugs in: a scheduler built from the study, seeds reporting each epoch
+    scheduler: SchedulerOf = scheduler_of
+    seed_count: SeedCount = all_seeds
 
     @property
     def group(self) -> str:
