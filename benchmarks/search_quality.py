@@ -8,7 +8,7 @@ strategies meet the same luck (common random numbers). Per study it records the 
 selects (``search.simulation.selection``), its regret against the truth's best over the whole space
 (``search.simulation.optimum``), the compute in seed-epochs and trial-epochs, and the selection after
 every trial (best-so-far against compute). One JSON line per study goes to ``--out``; the table is
-printed; ``--plot`` is drawn from ``--out``.
+printed and ``--plot`` drawn from the same lines.
 
 Example: ``python -m benchmarks.search_quality --studies 20`` (``--strategies grid,tpe-k3`` for some).
 """
@@ -24,9 +24,13 @@ import platform
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from search.simulation.strategies import Strategy
+    from trainables.simulated.truth import Truth
 
 HERE = Path(__file__).resolve().parent
 EPSILONS = (0.005, 0.01)  # 0.5 pp and 1 pp (the truths' seed sd is 1 pp)
@@ -36,14 +40,15 @@ def machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
 
 
-def one_study(strategy, truth_path: str, truth, i: int, slots: int, best: float) -> dict[str, Any]:
+def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: int, best: float) -> dict[str, Any]:
     """One study of ``strategy`` on truth seed ``i``: its JSON line."""
     from search.simulation import simulate
     from search.simulation.scoring import regret, within
     from search.simulation.selection import selections
 
     started = time.perf_counter()
-    study = simulate(strategy.config(truth_path, i, slots), replace(truth, seed=i))
+    cfg = strategy.config(truth_path, i, slots)
+    study = simulate(cfg, replace(truth, seed=i), strategy.scheduler, strategy.seed_count)
     picks = selections(study, truth)
     last = picks[-1]
     r = float(regret(best, [last.true])[0])
@@ -54,6 +59,7 @@ def one_study(strategy, truth_path: str, truth, i: int, slots: int, best: float)
         "seeds": strategy.seeds,
         "budget": strategy.trials,
         "grace_period": strategy.grace_period,
+        "reduction_factor": strategy.reduction_factor,
         "slots": slots,
         "truth": truth.name,
         "study": i,
@@ -81,7 +87,10 @@ def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, 
         mine = [line for line in lines if line["strategy"] == name]
         compute = np.array([line["seed_epochs"] for line in mine], dtype=float)
         row = {"strategy": name, "family": mine[0]["family"], "studies": len(mine)}
-        row["seed_epochs"], row["seed_epochs_sd"] = float(compute.mean()), float(compute.std(ddof=1)) if len(mine) > 1 else math.nan
+        row["seed_epochs"], row["seed_epochs_sd"] = (
+            float(compute.mean()),
+            float(compute.std(ddof=1)) if len(mine) > 1 else math.nan,
+        )
         row["of_grid"] = row["seed_epochs"] / grid_compute
         row["trial_epochs"] = float(np.mean([line["trial_epochs"] for line in mine]))
         row["regret_pp"], row["regret_se_pp"] = (100 * v for v in mean_se([line["regret"] for line in mine]))
@@ -92,21 +101,24 @@ def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, 
     return out
 
 
+HEAD = ("strategy", "studies", "seed-epochs (sd)", "of grid", "trial-epochs", "P(≤0.5 pp) ± SE", "P(≤1 pp) ± SE")
+
+
 def table(rows: list[dict[str, Any]]) -> str:
-    head = "| strategy | studies | seed-epochs (sd) | of grid | trial-epochs | P(≤0.5 pp) ± SE | P(≤1 pp) ± SE | regret pp ± SE |"
-    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    """The summary as Markdown (benchmarks/README.md's table)."""
+    lines = ["| " + " | ".join(HEAD + ("regret pp ± SE",)) + " |", "|---" * (len(HEAD) + 1) + "|"]
     for r in rows:
-        lines.append(
-            f"| {r['strategy']} | {r['studies']} | {r['seed_epochs']:.0f} ({r['seed_epochs_sd']:.0f}) | {r['of_grid']:.0%} "
-            f"| {r['trial_epochs']:.0f} | {r['within_0.5pp']:.2f} ± {r['within_0.5pp_se']:.2f} "
-            f"| {r['within_1pp']:.2f} ± {r['within_1pp_se']:.2f} | {r['regret_pp']:.2f} ± {r['regret_se_pp']:.2f} |"
-        )
+        cells = [r["strategy"], r["studies"], f"{r['seed_epochs']:.0f} ({r['seed_epochs_sd']:.0f})"]
+        cells += [f"{r['of_grid']:.0%}", f"{r['trial_epochs']:.0f}"]
+        cells += [f"{r[k]:.2f} ± {r[k + '_se']:.2f}" for k in ("within_0.5pp", "within_1pp")]
+        cells.append(f"{r['regret_pp']:.2f} ± {r['regret_se_pp']:.2f}")
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
 
 def plot(lines: list[dict[str, Any]], out: Path, grid_compute: float) -> None:
-    """Left: regret of the selection so far against compute (each family's largest budget: mean, and the
-    25-75% band over studies), with every budget's final regret (mean ± SE). Right: P(within 1 pp)."""
+    """Left: regret of the selection so far against compute (each family's largest budget: mean ± SE over
+    studies), with every budget's final regret (mean ± SE). Right: P(within ε) of every budget's selection."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -123,22 +135,34 @@ def plot(lines: list[dict[str, Any]], out: Path, grid_compute: float) -> None:
         curves = [line for line in mine if line["strategy"] == biggest]
         xs = np.linspace(0, max(line["seed_epochs"] for line in curves), 200)
         ys = np.array([100 * (c["true_best"] - step_at(xs, *zip(*c["curve"]))) for c in curves])
-        enough = np.sum(np.isfinite(ys), axis=0) >= len(curves) / 2
-        left.plot(xs[enough], np.nanmean(ys, axis=0)[enough], color=colour, label=f"{family} (curve: {biggest})")
-        low, high = np.nanpercentile(ys[:, enough], [25, 75], axis=0)
-        left.fill_between(xs[enough], low, high, color=colour, alpha=0.15)
+        enough = np.sum(np.isfinite(ys), axis=0) >= len(curves) / 2  # most studies have selected something
+        ys = ys[:, enough]
+        mean, se = np.nanmean(ys, axis=0), np.nanstd(ys, axis=0, ddof=1) / np.sqrt(np.sum(np.isfinite(ys), axis=0))
+        left.plot(xs[enough], mean, color=colour, label=f"{family} (curve: {biggest})")
+        left.fill_between(xs[enough], mean - se, mean + se, color=colour, alpha=0.15)
         ends = [r for r in rows if r["family"] == family]
         x = [r["seed_epochs"] for r in ends]
-        left.errorbar(x, [r["regret_pp"] for r in ends], yerr=[r["regret_se_pp"] for r in ends], fmt="o", color=colour, ms=4)
+        left.errorbar(
+            x, [r["regret_pp"] for r in ends], yerr=[r["regret_se_pp"] for r in ends], fmt="o", color=colour, ms=4
+        )
         for key, style in (("within_1pp", "-o"), ("within_0.5pp", ":s")):
-            right.errorbar(x, [r[key] for r in ends], yerr=[r[key + "_se"] for r in ends], fmt=style, color=colour, ms=4,
-                           label=f"{family}, {key.split('_')[1]}" if len(families) < 8 else None)
+            right.errorbar(
+                x,
+                [r[key] for r in ends],
+                yerr=[r[key + "_se"] for r in ends],
+                fmt=style,
+                color=colour,
+                ms=4,
+                label=f"{family}, {key.split('_')[1]}" if len(families) < 8 else None,
+            )
     for ax in (left, right):
         ax.axvline(grid_compute, color="grey", lw=0.8)
         ax.axvline(0.3 * grid_compute, color="grey", lw=0.8, ls="--")
         ax.set_xlabel("compute (seed-epochs; grid = 172, dashed: 30% of it)")
     left.set_ylabel("regret of the selected config (pp of acc_4way)")
-    left.set_title(f"selection so far: mean, 25-75% band over {max(r['studies'] for r in rows)} studies; dots: final, ± SE")
+    left.set_title(
+        f"regret of the selection so far: mean ± SE over {max(r['studies'] for r in rows)} studies; dots: final"
+    )
     right.set_ylabel("P(selected within ε of the true best) ± SE")
     right.set_title("ε = 1 pp (solid), 0.5 pp (dotted)")
     left.legend(fontsize=7)
@@ -148,41 +172,56 @@ def plot(lines: list[dict[str, Any]], out: Path, grid_compute: float) -> None:
 
 
 def parser() -> argparse.ArgumentParser:
+    from search.simulation.strategies import DEFAULT, FAMILIES
     from trainables.cli import ArgumentParser
 
     p = ArgumentParser(prog="python -m benchmarks.search_quality", description=__doc__.split("\n\n")[0])
     p.add_argument("--studies", type=int, default=20, help="simulated studies per strategy")
     p.add_argument("--truth", default="three_better", help="a built-in truth or a truth .toml file")
-    p.add_argument("--strategies", default="grid,tpe-k1,tpe-k3,random-k1,random-k3", help="comma-separated families")
+    p.add_argument("--strategies", default=",".join(DEFAULT), help="comma-separated families: " + ", ".join(FAMILIES))
     p.add_argument("--slots", type=int, default=4, help="trials running at once in each study")
     p.add_argument("--out", type=Path, default=HERE / "search_quality.jsonl")
     p.add_argument("--plot", default=str(HERE / "search_quality.png"), help="the figure ('' for none)")
     return p
 
 
-def main() -> int:
+def setting(truth_name: str, slots: int):
+    """The truth file, the truth, its best config over the space, and the grid's compute (nothing stopped)."""
     from search.answer.contenders import objective_metric_of
     from search.simulation.optimum import true_best
-    from search.simulation.strategies import GRID, chosen
+    from search.simulation.strategies import GRID
     from search.study.prepare import prepare_simulated
     from spaces import thesis_grid
-    from trainables.config import ConfigError
     from trainables.simulated import load_truth, resolve_truth
+
+    path = resolve_truth(truth_name)
+    truth, prep = load_truth(path), prepare_simulated(GRID[0].config(path, 0, slots))
+    best = true_best(truth, prep.study, prep.base, objective_metric_of(prep.objective, truth.primary) or "")
+    return path, truth, best, len(thesis_grid(prep.study, prep.base)) * prep.base.epochs * GRID[0].seeds
+
+
+def quiet() -> None:
+    """Warnings only: a study's Optuna and searcher lines, thousands per run, would bury the progress."""
+    import optuna
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("search").setLevel(logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def main() -> int:
+    from search.simulation.strategies import chosen
+    from trainables.config import ConfigError
 
     args = parser().parse_args()
     for flag, value in (("--studies", args.studies), ("--slots", args.slots)):
         if value < 1:
             raise ConfigError(f"{flag} {value}: expected >= 1")
-    strategies, path = chosen(args.strategies), resolve_truth(args.truth)
-    logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("search").setLevel(logging.WARNING)
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    truth, prep = load_truth(path), prepare_simulated(GRID[0].config(path, 0, args.slots))
-    best = true_best(truth, prep.study, prep.base, objective_metric_of(prep.objective, truth.primary) or "")
-    grid_compute = len(thesis_grid(prep.study, prep.base)) * prep.base.epochs * GRID[0].seeds  # nothing stopped
-    print(f"{machine()}; truth {truth.name}: true best {best.score:.4f} ({best.config.tasks}, {best.config.sampling.schema}, lr {best.config.lr:.3g})", flush=True)
+    strategies = chosen(args.strategies)
+    quiet()
+    path, truth, best, grid_compute = setting(args.truth, args.slots)
+    where = f"{best.config.tasks}, {best.config.sampling.schema}, lr {best.config.lr:.3g}"
+    print(f"{machine()}; truth {truth.name}: true best {best.score:.4f} ({where})", flush=True)
     lines: list[dict[str, Any]] = []
     started = time.monotonic()
     with args.out.open("w") as f:
@@ -191,9 +230,13 @@ def main() -> int:
                 lines.append(one_study(strategy, path, truth, i, args.slots, best.score))
                 f.write(json.dumps(lines[-1]) + "\n")
                 f.flush()
-            row = summary([line for line in lines if line["strategy"] == strategy.name], grid_compute)[0]
-            print(f"[{n}/{len(strategies)} {time.monotonic() - started:.0f}s] {strategy.name}: {row['seed_epochs']:.0f} seed-epochs, "
-                  f"regret {row['regret_pp']:.2f} ± {row['regret_se_pp']:.2f} pp, P(≤1 pp) {row['within_1pp']:.2f}", flush=True)
+            (row,) = summary([line for line in lines if line["strategy"] == strategy.name], grid_compute)
+            print(
+                f"[{n}/{len(strategies)} {time.monotonic() - started:.0f}s] {strategy.name}: "
+                f"{row['seed_epochs']:.0f} seed-epochs, regret {row['regret_pp']:.2f} ± {row['regret_se_pp']:.2f} pp, "
+                f"P(≤1 pp) {row['within_1pp']:.2f}",
+                flush=True,
+            )
     print(table(summary(lines, grid_compute)))
     print(f"{machine()} at the end; {time.monotonic() - started:.0f}s")
     if args.plot:

@@ -11,7 +11,9 @@ trials takes seconds of CPU instead of seconds per trial:
   decides; on CONTINUE or PAUSE the searcher gets ``on_trial_result`` (Tune withholds a stopping
   result from it); on STOP, or after the last epoch, ``scheduler.on_trial_complete`` then
   ``searcher.on_trial_complete`` with the trial's last result (Tune's ``stop_trial`` order);
-- results at the same simulated time are handled in the order their epochs started.
+- results at the same simulated time are handled in the order their epochs started;
+- a trial whose last epoch gets CONTINUE ends as if stopped (Tune would first pass its last result to
+  the scheduler once more, as the function returned; ASHA stops every trial at ``max_t`` before that).
 
 Two things can be plugged in without touching the loop: the scheduler (any ``TrialScheduler``, e.g. a
 subclass of ``ContenderKeepingASHA`` that pauses a trial at a rung to add seeds), and ``seed_count``
@@ -143,7 +145,9 @@ class Backend:
         """One epoch's result through the scheduler and the searcher, as Tune's controller passes it."""
         self.spent += cost
         key = str(trial.config.get("key", ""))
-        result = epoch_result(self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id)
+        result = epoch_result(
+            self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id
+        )
         decision = self.scheduler.on_trial_result(self._controller, trial, result)
         trial.decisions.append(decision)
         self.events.append(Event(self.clock, self.spent, trial.trial_id, "result", epoch, decision))

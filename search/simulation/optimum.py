@@ -40,7 +40,10 @@ def sweep(r: Range, peak: float, steps: int = STEPS) -> list[float]:
 
 def dimensions(study: Study, truth: Truth, schema: str) -> dict[str, list[float]]:
     """The continuous dimensions a point with ``schema`` has, each with its sweep."""
-    wanted: dict[str, tuple[Any, float]] = {"lr": (study.lr, 10**truth.lr.peak), "warmup": (study.warmup, truth.warmup.peak)}
+    wanted: dict[str, tuple[Any, float]] = {
+        "lr": (study.lr, 10**truth.lr.peak),
+        "warmup": (study.warmup, truth.warmup.peak),
+    }
     if schema == "anneal":
         wanted["anneal_c"] = (study.anneal_c, truth.anneal_c.peak)
     if schema == "power":

@@ -82,5 +82,7 @@ def selections(study: SimulatedStudy, truth: Truth) -> list[Pick]:
         if row is None:
             continue
         config = TrainConfig.from_dict(by_id[row.trial_id].config["train"])
-        picks.append(Pick(event.spent, event.time, row.trial_id, row.label, row.objective, truth.true_score(config, metric)))
+        picks.append(
+            Pick(event.spent, event.time, row.trial_id, row.label, row.objective, truth.true_score(config, metric))
+        )
     return picks

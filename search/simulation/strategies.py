@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from search.simulation.backend import SeedCount
+from search.simulation.study import SchedulerOf
 from search.study.config import SearchConfig
+from search.study.tuner import scheduler_of
 from trainables.config import ConfigError
 
 STUDY, PRESET = "absa", "full"
@@ -26,24 +29,28 @@ class Strategy:
     grace_period: int | None = None  # None: the preset's
     reduction_factor: int | None = None
     first_rung_seeds: int | None = None  # seeds as a fidelity (--first-rung-seeds); None: all K throughout
+    # where another scheduler plugs in: a scheduler built from the study, seeds reporting each epoch
+    # (None: the study's own, which follows first_rung_seeds)
+    scheduler: SchedulerOf = scheduler_of
+    seed_count: SeedCount | None = None
 
     @property
     def group(self) -> str:
         """The strategy without its budget: what one curve of the benchmark's plot shows."""
         grace = f" grace={self.grace_period}" if self.grace_period is not None and self.family != "grid" else ""
-        return f"{self.family} K={self.seeds}{self.fidelity}{grace}"
+        reduction = f" rf={self.reduction_factor}" if self.reduction_factor is not None else ""
+        return f"{self.family} K={self.seeds}{grace}{reduction}{self.fidelity}"
 
     @property
     def name(self) -> str:
         budget = "" if self.trials is None else f" N={self.trials}"
         grace = "" if self.grace_period is None else f" grace={self.grace_period}"
-        return f"{self.family} K={self.seeds}{self.fidelity}{budget}{grace}"
+        reduction = "" if self.reduction_factor is None else f" rf={self.reduction_factor}"
+        return f"{self.family} K={self.seeds}{budget}{grace}{reduction}{self.fidelity}"
 
     @property
     def fidelity(self) -> str:
-        """`` first-rung=1``, `` rf=3``: the ASHA options a strategy sets beyond the preset's."""
-        rf = "" if self.reduction_factor is None else f" rf={self.reduction_factor}"
-        return rf + ("" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}")
+        return "" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}"
 
     def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
         """The study's invocation (``truth``: the truth file's path)."""
@@ -77,6 +84,12 @@ FAMILIES: dict[str, list[Strategy]] = {
     # not tuning the truth: what the search controls (seeds, budget, how early ASHA stops)
     "tpe-k3-grace2": budgets("tpe-asha", "tpe", 3, (9, 14, 22, 34), grace=2),
     "tpe-k2": budgets("tpe-asha", "tpe", 2, (6, 9, 14, 22, 34, 50)),
+    # the grid's 43 configs under the preset's ASHA (what `--search grid --seeds 1` runs), and a harsher ASHA
+    "grid-asha": [Strategy("grid-asha", "grid", 1)],
+    "grid-asha-rf4": [Strategy("grid-asha", "grid", 1, reduction_factor=4)],
+    "grid-asha-rf8": [Strategy("grid-asha", "grid", 1, reduction_factor=8)],
+    "grid-asha-k2": [Strategy("grid-asha", "grid", 2)],
+    "grid-asha-k3": [Strategy("grid-asha", "grid", 3)],
     # seeds as a fidelity: 1 seed to the first rung, 2 to the second, all 3 past it (the baseline all 3);
     # ~1.25x tpe-k3's trials, for about its compute (a trial stopped early costs fewer seed-epochs)
     "tpe-k3-fidelity": [Strategy("tpe-asha", "tpe", 3, n, first_rung_seeds=1) for n in (4, 8, 11, 17, 27, 42, 62, 90)],
@@ -86,7 +99,7 @@ FAMILIES: dict[str, list[Strategy]] = {
         Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3, first_rung_seeds=1) for n in (11, 17, 27, 41, 61, 88)
     ],
 }
-DEFAULT = ("grid", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
+DEFAULT = ("grid", "grid-asha", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
 
 
 def chosen(names: str) -> list[Strategy]:

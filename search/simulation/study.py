@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +64,9 @@ def searcher_for(cfg: SearchConfig, prep: Prepared, mode: str, points: list[dict
     )
 
 
+SchedulerOf = Callable[[SearchConfig, Prepared], TrialScheduler]  # what search.study.tuner.scheduler_of is
+
+
 def scheduled_seeds(cfg: SearchConfig, prep: Prepared) -> SeedCount:
     """Seeds a trial's epoch reports, as ``trainables.tune`` counts them: the study's seed schedule
     (``--first-rung-seeds``; the baseline every seed), else every seed."""
@@ -79,22 +83,24 @@ def scheduled_seeds(cfg: SearchConfig, prep: Prepared) -> SeedCount:
 def simulate(
     cfg: SearchConfig,
     truth: Truth,
-    scheduler: TrialScheduler | None = None,
+    scheduler: SchedulerOf = scheduler_of,
     seed_count: SeedCount | None = None,
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
-    that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler``: the study's
-    own (``scheduler_of``) unless given; ``seed_count``: the study's seed schedule unless given."""
+    that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
+    scheduler from the study (another scheduler class plugs in here); ``seed_count``: how many of a
+    trial's seeds report each epoch (:mod:`search.simulation.backend`); None: the study's own (every
+    seed, or its seed schedule with ``--first-rung-seeds``)."""
     prep = prepare_simulated(cfg)
     mode = cfg.mode or prep.study.mode
     points = first_points(cfg, prep)
     trials = len(points) if cfg.search == "grid" else (cfg.trials or prep.preset.trials)
-    scheduler = scheduler or scheduler_of(cfg, prep)
-    scheduler.set_search_properties(prep.objective, mode)  # as tune.run does
+    asha = scheduler(cfg, prep)
+    asha.set_search_properties(prep.objective, mode)  # as tune.run does
     searcher = searcher_for(cfg, prep, mode, points)
     backend = Backend(
         searcher,
-        scheduler,
+        asha,
         truth,
         prep.objective,
         prep.base.epochs,

@@ -28,7 +28,12 @@ def optuna_record(study: optuna.Study) -> list[tuple]:
 def test_the_backend_makes_the_ray_studys_trials_and_decisions(tmp_path):
     run = [sys.executable, "-m", "search.run", "absa", "--simulate", "three_better", *FLAGS, "--no-finalize"]
     r = subprocess.run(
-        [*run, "--no-report", *study_stores(tmp_path)], cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=300
+        [*run, "--no-report", *study_stores(tmp_path)],
+        cwd=tmp_path,
+        env=study_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")

@@ -58,3 +58,16 @@ def test_the_backend_makes_the_ray_studys_trials_and_decisions_with_a_seed_sched
     ours = [(r["label"], t.config["key"], r["status"], t.epoch, r["objective"]) for r, t in zip(rows, study.trials)]
     assert ours == ray_trials
     assert {"completed", "pruned"} <= {r[2] for r in ours}
+
+
+def test_the_benchmarks_fidelity_strategy_runs_the_schedule():
+    from search.simulation.strategies import chosen
+
+    fixed, fidelity = chosen("tpe-k3-rf3")[0], chosen("tpe-k3-rf3-fidelity")[0]
+    path = resolve_truth("three_better")
+    for strategy, first_rung in ((fixed, 3), (fidelity, 1)):
+        cfg = strategy.config(path, 0, 4)
+        study = simulate(cfg, load_truth(path), strategy.scheduler, strategy.seed_count)  # as search_quality calls it
+        stopped = [t for t in study.trials if t.epoch == 1]
+        assert stopped and {t.seed_epochs for t in stopped} == {first_rung}
+        assert (study.trials[0].config["baseline"], study.trials[0].seed_epochs) == (True, 12)
