@@ -29,6 +29,7 @@ from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError
+from trainables.fidelity import SeedSchedule
 from trainables.sampling import steps_per_epoch
 from trainables.tasks import DataError, get_task
 
@@ -128,6 +129,18 @@ def asha_epoch_fraction(max_t: int, grace: int, rf: int) -> float:
     return expected / max_t
 
 
+def asha_seed_epoch_fraction(schedule: SeedSchedule, reduction_factor: int, max_t: int) -> float:
+    """Expected share of ``max_t`` epochs x K seeds a trial trains under ASHA with a seed schedule
+    (``--first-rung-seeds``), results exchangeable: a trial stopped at a rung trained ``seed_epochs``
+    of it, catch-up included. With every seed throughout it equals :func:`asha_epoch_fraction`."""
+    expected, alive = 0.0, 1.0
+    for rung in schedule.rungs:
+        expected += alive * (1 - 1 / reduction_factor) * schedule.seed_epochs(rung)  # stopped at this rung
+        alive /= reduction_factor
+    expected += alive * schedule.seed_epochs(max_t)
+    return expected / (max_t * schedule.seeds)
+
+
 def split_sizes(study, base) -> dict[str, dict[str, int]]:
     """Rows per split of every task of the study, after the preset's limits."""
     data = Path(base.data_dir)
@@ -177,9 +190,12 @@ def estimate(
     trials = cfg.trials or preset.trials
     cost = strategy_cost(study, MEASURED_STRATEGY_COST if ratios is None else ratios)
     per_trial = rows_per_trial(study, base, sizes, seeds, cost)
-    fraction = asha_epoch_fraction(
-        base.epochs, cfg.grace_period or preset.grace_period, cfg.reduction_factor or preset.reduction_factor
-    )
+    grace, factor = cfg.grace_period or preset.grace_period, cfg.reduction_factor or preset.reduction_factor
+    schedule = cfg.seed_schedule(grace, factor, base.epochs)
+    if schedule is None:
+        fraction = asha_epoch_fraction(base.epochs, grace, factor)
+    else:
+        fraction = asha_seed_epoch_fraction(schedule, factor, base.epochs)
     out = {
         "study": study.name,
         "preset": cfg.preset,
@@ -191,7 +207,8 @@ def estimate(
         "strategy_cost_factor": round(cost, 3),
         "train_equivalent_rows_per_trial": round(per_trial),
         "total_rows_without_pruning": round(per_trial * trials),
-        "asha_epoch_fraction": round(fraction, 3),
+        "first_rung_seeds": cfg.first_rung() or seeds,
+        "asha_epoch_fraction": round(fraction, 3),  # of epochs x seeds, with --first-rung-seeds
         "total_rows_with_asha": round(per_trial * trials * fraction),
     }
     if measured is not None:
@@ -214,6 +231,7 @@ def main() -> int:
     p.add_argument("--preset", default="full")
     p.add_argument("--trials", type=int)
     p.add_argument("--seeds", type=int)
+    p.add_argument("--first-rung-seeds", type=int, metavar="N", help="seeds as a fidelity (search.run's flag)")
     measured = p.add_mutually_exclusive_group()
     measured.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")
     measured.add_argument(
@@ -236,6 +254,7 @@ def main() -> int:
         trials=args.trials,
         seeds=args.seeds,
         data_dir=args.data_dir,
+        first_rung_seeds=args.first_rung_seeds,
     )
     samples_per_second, measured = args.samples_per_second, None
     if args.from_benchmark:

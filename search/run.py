@@ -66,6 +66,13 @@ def add_search_space(p: ArgumentParser) -> None:
     p.add_argument("--epochs", type=int, help="epochs per trial (ASHA's max_t)")
     p.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped")
     p.add_argument("--reduction-factor", type=int, help="ASHA reduction factor")
+    p.add_argument(
+        "--first-rung-seeds",
+        type=int,
+        metavar="N",
+        help="seeds as a fidelity: trials train N of the K seeds up to ASHA's first rung, times the reduction "
+        "factor per rung passed, all K past the last (the baseline always all K; default: all K throughout)",
+    )
     p.add_argument("--auxiliary", help="comma-separated auxiliary candidates (default: the study's)")
     for name, what in (
         ("exponent", "power exponent a"),
@@ -180,6 +187,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         precision=args.precision,
         tracking_grace=args.tracking_grace,
         simulate=resolve_truth(args.simulate) if args.simulate else None,
+        first_rung_seeds=args.first_rung_seeds,
     )
 
 

@@ -73,6 +73,8 @@ class Preset:
     final_seeds: int = 5  # seeds of the final winner-vs-baseline test comparison (search.finalize)
     note: str = ""  # one line: what a study at this scale can and cannot tell
     precision: str = "auto"  # trainables.config.PRECISIONS; a property of the hardware, never searched
+    # seeds as a fidelity: seeds of a trial's first ASHA rung (search.run --first-rung-seeds); None: all
+    first_rung_seeds: int | None = None
 
     def __post_init__(self) -> None:
         at_least = {
@@ -100,6 +102,8 @@ class Preset:
             raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
         if self.lr_range is not None:
             self.lr_range.check("lr_range", 0.0, 1.0)
+        if self.first_rung_seeds is not None and not 1 <= self.first_rung_seeds <= len(self.seeds):
+            raise ConfigError(f"first_rung_seeds {self.first_rung_seeds}: expected 1 to {len(self.seeds)} (the seeds)")
 
 
 # Where a study file says nothing about a preset of these names (it may name others too).

@@ -7,6 +7,11 @@ checkpoints every seed's full training state, so a retried or restored trial
 continues where it stopped with the result it would have had: bit for bit on the CPU,
 within tolerance on CUDA (its kernels are not deterministic; ``trainables/loop.py``).
 
+Under a seed schedule (seeds as a fidelity, :mod:`trainables.fidelity`) a trial trains only the
+first seeds its epoch calls for; a seed added after a rung first trains the epochs it missed,
+unreported, so each reported epoch is a mean over seeds at that epoch. The checkpoint holds the
+seeds trained so far (``fidelity.json``).
+
 A diverged run (NaN loss) is not an error for Tune: retrying it from its last
 checkpoint would diverge again, so the trial reports one final result flagged
 ``diverged`` with the reason, and the searcher and tracker record it as failed.
@@ -15,11 +20,13 @@ checkpoint would diverge again, so the trial reports one final result flagged
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import socket
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +35,7 @@ from ray import tune
 
 from trainables.batching import tokenizer_identity
 from trainables.config import TrainConfig
+from trainables.fidelity import FIDELITY, SEED_COUNT, SeedSchedule
 from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
 from trainables.results import DIVERGED, FAILURE_REASON, aggregate, seed_values_kept
@@ -140,11 +148,18 @@ def multitask_trainable(
     tokenizer = load_tokenizer(base.encoder)
     data = trial_data(base, tokenizer, data, signature)
     label = str(config.get("label", ""))  # the trial's run name, "t03 sst2+pos square"
-    trainers = [Trainer(base.with_(seed=s), data, tokenizer, name=f"{label} seed {s}".strip()) for s in seeds]
-    where["restored_from_epoch"] = restore(trainers, seeds, str(config.get("key", "")), where["hostname"])
+
+    def trainer(seed: int) -> Trainer:
+        return Trainer(base.with_(seed=seed), data, tokenizer, name=f"{label} seed {seed}".strip())
+
+    trainers = restore(trainer, seeds, str(config.get("key", "")), where["hostname"])
+    where["restored_from_epoch"] = trainers[0].epoch if trainers else 0
     objective = metric or config.get("metric", "objective")
     primary = data[base.primary].task.name  # "semeval" for the spec "semeval:NLI_M"
-    train_and_report(trainers, seeds, objective, primary, where, str(config.get("key", "")))
+    schedule = SeedSchedule.of_trial(config, len(seeds))
+    counted = bool(config.get(FIDELITY))  # seeds/trained is reported where the study has a schedule
+    reporting = Reporting(objective, primary, where, str(config.get("key", "")), counted)
+    train_and_report(trainers, trainer, seeds, schedule, base.epochs, reporting)
 
 
 def trial_data(
@@ -156,39 +171,73 @@ def trial_data(
     return {spec: data[spec] for spec in base.tasks}
 
 
-def restore(trainers: Sequence[Trainer], seeds: Sequence[int], key: str, hostname: str) -> int:
-    """Load every seed's state from Tune's checkpoint, if the trial has one; the epoch it resumes after."""
+FIDELITY_STATE = "fidelity.json"  # in a checkpoint: {"seeds": how many of the trial's seeds it holds}
+
+
+def restore(trainer: Callable[[int], Trainer], seeds: Sequence[int], key: str, hostname: str) -> list[Trainer]:
+    """The trainers of the seeds Tune's checkpoint holds, each at its saved state; none without one.
+    A checkpoint from before seed schedules (no ``fidelity.json``) holds every seed."""
     checkpoint = tune.get_checkpoint()
     if not checkpoint:
-        return 0
+        return []
     with checkpoint.as_directory() as directory:
-        for seed, trainer in zip(seeds, trainers):
-            trainer.load(Path(directory) / f"seed-{seed}.pt")
+        state = Path(directory) / FIDELITY_STATE
+        held = json.loads(state.read_text())["seeds"] if state.exists() else len(seeds)
+        trainers = [trainer(seed) for seed in seeds[:held]]
+        for seed, t in zip(seeds, trainers):
+            t.load(Path(directory) / f"seed-{seed}.pt")
     logger.info("resumed %s from its epoch-%d checkpoint on %s", key, trainers[0].epoch, hostname)
-    return trainers[0].epoch
+    return trainers
+
+
+@dataclass(frozen=True)
+class Reporting:
+    """What a trial's results say beside the scores: the objective (NaN when it diverged), whose
+    scores keep per-seed values, where it ran, its key, and whether ``seeds/trained`` is reported."""
+
+    objective: str
+    primary: str  # the primary task's name, "semeval"
+    where: dict[str, Any]
+    key: str
+    counted: bool = False  # the study has a seed schedule
+
+    def keep_seeds(self, metric: str) -> bool:
+        return seed_values_kept(metric, self.primary, self.objective)
 
 
 def train_and_report(
-    trainers: Sequence[Trainer], seeds: Sequence[int], objective: str, primary: str, where: dict[str, Any], key: str
+    trainers: list[Trainer],
+    trainer: Callable[[int], Trainer],
+    seeds: Sequence[int],
+    schedule: SeedSchedule,
+    epochs: int,
+    reporting: Reporting,
 ) -> None:
-    """Train every seed epoch by epoch; report the aggregate and checkpoint all seeds after each."""
-
-    def keep_seeds(metric: str) -> bool:
-        return seed_values_kept(metric, primary, objective)
-
-    while trainers[0].epoch < trainers[0].config.epochs:
-        epoch = trainers[0].epoch + 1
+    """Train the schedule's seeds epoch by epoch; report their aggregate and checkpoint them after each.
+    ``trainers``: the seeds restored (a prefix of ``seeds``); ``trainer(seed)`` makes a new one."""
+    objective, where, key = reporting.objective, reporting.where, reporting.key
+    done = trainers[0].epoch if trainers else 0
+    for epoch in range(done + 1, epochs + 1):
         try:
-            per_seed = [trainer.run_epoch() for trainer in trainers]
+            # promoted past a rung: the added seeds catch up on the epochs they missed, unreported
+            for seed in seeds[len(trainers) : schedule.at(epoch)]:
+                trainers.append(trainer(seed))
+                while trainers[-1].epoch < epoch - 1:
+                    trainers[-1].run_epoch()
+            per_seed = [t.run_epoch() for t in trainers]
         except DivergedError as exc:
             reason = f"DivergedError: {exc}"
             logger.error("%s diverged: %s", key, reason)
             tune.report({**diverged_result(objective, epoch, reason), **where})
             return
         per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score
-        metrics: dict[str, Any] = aggregate(per_seed, seeds, keep_seeds)
-        metrics.update(epoch=trainers[0].epoch, **where)
+        trained = seeds[: len(trainers)]
+        metrics: dict[str, Any] = aggregate(per_seed, trained, reporting.keep_seeds)
+        metrics.update(epoch=epoch, **where)
+        if reporting.counted:
+            metrics[SEED_COUNT] = len(trainers)
         with tempfile.TemporaryDirectory() as directory:
-            for seed, trainer in zip(seeds, trainers):
-                trainer.save(Path(directory) / f"seed-{seed}.pt")
+            for seed, t in zip(trained, trainers):
+                t.save(Path(directory) / f"seed-{seed}.pt")
+            (Path(directory) / FIDELITY_STATE).write_text(json.dumps({"seeds": len(trainers)}))
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))

@@ -54,6 +54,9 @@ class SearchConfig:
     precision: str | None = None  # None: the preset's
     tracking_grace: float = 600.0  # seconds the tracking server may be unreachable before the study stops, resumable
     simulate: str | None = None  # a truth file (absolute path): simulated trials, no torch, no data
+    # seeds as a fidelity: seeds of a trial's first ASHA rung, times the reduction factor per rung
+    # passed (trainables.fidelity); None: every trial trains every seed
+    first_rung_seeds: int | None = None
 
     def __post_init__(self) -> None:
         study = get_study(self.study)  # raises on an unknown study
@@ -96,8 +99,40 @@ class SearchConfig:
             raise ConfigError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 
         self.resolved_study()  # validates the ranges
+        self.check_first_rung_seeds()
         if self.simulate is not None:
             self.truth()  # a bad truth file fails here, before Ray
+
+    def first_rung(self) -> int | None:
+        """Seeds of a trial's first rung: ``--first-rung-seeds``, else the chosen preset's; None: all."""
+        if self.first_rung_seeds is not None or self.preset is None:
+            return self.first_rung_seeds
+        return self.resolved_preset().first_rung_seeds
+
+    def check_first_rung_seeds(self) -> None:
+        """1 <= N <= K once K is known (``--seeds`` or a chosen preset), on a seed-mean objective."""
+        n = self.first_rung()
+        if n is None:
+            return
+        source = "--first-rung-seeds" if self.first_rung_seeds is not None else f"preset {self.preset} first_rung_seeds"
+        if self.seeds is not None or self.preset is not None:
+            k = len(self.seed_list())
+            if not 1 <= n <= k:
+                raise ConfigError(f"{source} {n}: expected 1 to {k} (the seeds every trial trains)")
+        elif n < 1:
+            raise ConfigError(f"--first-rung-seeds {n}: expected >= 1")
+        if not self.objective().endswith("/mean"):
+            raise ConfigError(f"{source}: the objective {self.objective()} is no seed mean to pair")
+
+    def seed_schedule(self, grace_period: int, reduction_factor: int, max_t: int):
+        """The study's seed schedule on ASHA's rungs; None without ``--first-rung-seeds`` (or the preset's)."""
+        from trainables.fidelity import SeedSchedule, asha_rungs
+
+        first = self.first_rung()
+        if first is None:
+            return None
+        rungs = asha_rungs(grace_period, reduction_factor, max_t)
+        return SeedSchedule(len(self.seed_list()), first, rungs, reduction_factor)
 
     def truth(self):
         """The truth of a simulated study (``--simulate``), checked against the study's primary."""
@@ -201,6 +236,7 @@ class SearchConfig:
             cpus_per_trial=self.cpus_per_trial,
             max_concurrent=self.max_concurrent,
             simulate=self.simulate or "",
+            first_rung_seeds=self.first_rung() or 0,
         )
 
     def continuing(self, started: Invocation) -> SearchConfig:
@@ -213,4 +249,6 @@ class SearchConfig:
             protocol=started.protocol,
             auxiliary=started.candidates or None,
             simulate=started.simulate or None,
+            first_rung_seeds=started.first_rung_seeds or None,
+            seeds=len(started.seeds) if started.first_rung_seeds else self.seeds,  # K, for the check of N <= K
         )

@@ -55,6 +55,7 @@ def warn_ignored_on_resume(cfg: SearchConfig) -> None:
         "--seeds": cfg.seeds,
         "--grace-period": cfg.grace_period,
         "--reduction-factor": cfg.reduction_factor,
+        "--first-rung-seeds": cfg.first_rung_seeds,
         "--auxiliary": cfg.auxiliary,
     }
     given = [flag for flag, value in fixed.items() if value is not None]

@@ -14,6 +14,7 @@ from ray.tune import Callback, ProgressReporter
 
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
+from trainables.fidelity import SEED_COUNT
 
 
 class TrialLines(Callback):
@@ -54,12 +55,15 @@ def trial_text(trial) -> str:
 
 
 def score_text(result: dict[str, Any], objective: str) -> str:
-    """``0.6296 ± 0.0020``: the objective's seed mean and, where there is one, its std."""
+    """``0.6296 ± 0.0020``: the objective's seed mean and, where there is one, its std; under a seed
+    schedule (``--first-rung-seeds``) the seeds it is over: ``0.6123 (1 seed)``."""
     mean = result.get(objective)
     std = result.get(objective[: -len("/mean")] + "/std") if objective.endswith("/mean") else None
     if mean is None:
         return "n/a"
-    return f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "")
+    seeds = result.get(SEED_COUNT)
+    over = f" ({seeds} seed{'s' if seeds != 1 else ''})" if seeds is not None else ""
+    return f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "") + over
 
 
 class StudyStatus(ProgressReporter):

@@ -13,6 +13,11 @@ single-task trial (search.answer.contenders.choose), so both sides must reach th
   3 of 3) and no verdict. The cost is small: a new leader is a record among the side's results
   at that rung, and the expected number of records among n exchangeable values is
   1 + 1/2 + ... + 1/n (about ln n + 0.58: 5 of 100, 7.5 of 1,000).
+
+With a seed schedule (seeds as a fidelity, ``--first-rung-seeds``; :mod:`trainables.fidelity`)
+trials reach a rung on fewer seeds than the baseline trains; the comparison there stays paired:
+the value recorded for a result holding more seeds than the schedule has at that epoch (the
+baseline's) is its mean over the schedule's first seeds, the seeds every trial at that rung has.
 """
 
 from __future__ import annotations
@@ -20,6 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
+
+from trainables.fidelity import SeedSchedule, prefix_mean
+from trainables.results import per_seed
 
 MULTITASK, SINGLE_TASK = "multitask", "single-task"
 
@@ -47,9 +55,34 @@ class ContenderKeepingASHA(ASHAScheduler):
     """Reads ASHA's private ``_time_attr``, ``_max_t``, ``_metric_op`` and ``_num_stopped`` (no
     public getters in Ray 2.60); a stop it overrides is taken back out of ASHA's count of stopped
     trials. ``leaders`` ((epoch, side) -> best score so far, in ASHA's maximising sign) is pickled
-    with the rest of ``__dict__`` by ASHA's own ``save``, so a resumed study keeps it."""
+    with the rest of ``__dict__`` by ASHA's own ``save``, so a resumed study keeps it.
+
+    ``schedule``: the study's seed schedule, or None (every trial trains every seed: ASHA as
+    before). A scheduler pickled before it existed has none in its ``__dict__``: read with a default.
+    """
+
+    def __init__(self, *args: Any, schedule: SeedSchedule | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.schedule = schedule
+
+    def paired(self, trial, result: dict) -> dict:
+        """``result`` with the objective over the seeds the schedule has at its epoch, where it holds
+        more (the baseline's); unchanged otherwise. A copy: the tracker logs the result as reported."""
+        schedule = self.__dict__.get("schedule")
+        if schedule is None or self._time_attr not in result or self._metric not in result:
+            return result
+        seeds = [int(s) for s in flat(trial.config).get("seeds", ())]
+        k = schedule.at(int(result[self._time_attr]))
+        if len(per_seed(result, self._metric.removesuffix("/mean"))) <= k:
+            return result
+        value = prefix_mean(result, self._metric, seeds[:k])
+        return result if value is None else {**result, self._metric: value}
+
+    def on_trial_complete(self, tune_controller, trial, result: dict) -> None:
+        super().on_trial_complete(tune_controller, trial, self.paired(trial, result))
 
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
+        result = self.paired(trial, result)
         action = super().on_trial_result(tune_controller, trial, result)
         if self._time_attr not in result or self._metric not in result:
             return action

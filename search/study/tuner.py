@@ -22,6 +22,7 @@ from search.tracking.spool import Spool
 from spaces import baseline_choices, thesis_grid
 from spaces.canonical import baseline_moves
 from trainables.config import ConfigError
+from trainables.fidelity import FIDELITY
 
 if TYPE_CHECKING:
     from trainables.loop import TaskData
@@ -155,7 +156,7 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     log_majority(spool, prep.majority)
     tuner = tune.Tuner(
         trainable_of(cfg, prep),
-        param_space={"seeds": seeds},
+        param_space=param_space_of(cfg, prep, seeds),
         tune_config=tune.TuneConfig(
             metric=objective,
             mode=invocation.mode,
@@ -222,13 +223,29 @@ def searcher_of(cfg: SearchConfig, prep: Prepared, name: str, mode: str, points:
     )
 
 
+def rungs_of(cfg: SearchConfig, prep: Prepared) -> tuple[int, int, int]:
+    """ASHA's ``(grace_period, reduction_factor, max_t)``: the preset's unless overridden."""
+    grace = cfg.grace_period or prep.preset.grace_period
+    return grace, cfg.reduction_factor or prep.preset.reduction_factor, prep.base.epochs
+
+
+def param_space_of(cfg: SearchConfig, prep: Prepared, seeds: list[int]) -> dict[str, Any]:
+    """What every search trial's config holds beside the searcher's choices: its seeds and, with
+    ``--first-rung-seeds``, the seed schedule the trainable follows (``trainables.fidelity``)."""
+    schedule = cfg.seed_schedule(*rungs_of(cfg, prep))
+    return {"seeds": seeds} if schedule is None else {"seeds": seeds, FIDELITY: schedule.to_dict()}
+
+
 def scheduler_of(cfg: SearchConfig, prep: Prepared):
-    """ASHA over epochs that keeps the baseline and each side's leader; the preset's rungs unless overridden."""
+    """ASHA over epochs that keeps the baseline and each side's leader; the preset's rungs unless
+    overridden; with ``--first-rung-seeds``, paired on the seeds each rung's trials have."""
     from search.study.scheduler import ContenderKeepingASHA
 
+    grace, factor, max_t = rungs_of(cfg, prep)
     return ContenderKeepingASHA(
         time_attr="training_iteration",
-        max_t=prep.base.epochs,
-        grace_period=cfg.grace_period or prep.preset.grace_period,
-        reduction_factor=cfg.reduction_factor or prep.preset.reduction_factor,
+        max_t=max_t,
+        grace_period=grace,
+        reduction_factor=factor,
+        schedule=cfg.seed_schedule(grace, factor, max_t),
     )

@@ -107,6 +107,7 @@ class Invocation:
     cpus_per_trial: float
     max_concurrent: int
     simulate: str = ""  # a simulated study's truth file (``--simulate``); "" for real training
+    first_rung_seeds: int = 0  # seeds as a fidelity (``--first-rung-seeds``); 0: every trial trains every seed
 
     def to_params(self) -> dict[str, str]:
         out = {}
@@ -123,6 +124,7 @@ class Invocation:
             "trials": int,
             "epochs": int,
             "max_concurrent": int,
+            "first_rung_seeds": int,
             "gpus_per_trial": float,
             "cpus_per_trial": float,
             "seeds": lambda v: tuple(int(s) for s in v.split(",") if s),

@@ -49,3 +49,16 @@ def test_strategies_cost_what_the_benchmark_measured(tmp_path):
     path.write_text("{}")
     with pytest.raises(ConfigError, match="--strategy-costs .*: no strategy_cost_ratio"):
         strategy_costs(path)
+
+
+def test_seeds_as_a_fidelity_makes_the_first_rung_cheaper():
+    from search.estimate import asha_epoch_fraction, asha_seed_epoch_fraction
+    from trainables.fidelity import SeedSchedule, asha_rungs
+
+    rungs = asha_rungs(1, 3, 4)  # 1, 3
+    every_seed = SeedSchedule(3, 3, rungs, 3)
+    assert asha_seed_epoch_fraction(every_seed, 3, 4) == pytest.approx(asha_epoch_fraction(4, 1, 3))
+    # 1 seed to epoch 1, then 3: 2/3 stop at epoch 1 (1 seed-epoch), 2/9 at 3 (9), 1/9 complete (12)
+    expected = (2 / 3 * 1 + 2 / 9 * 9 + 1 / 9 * 12) / 12
+    assert asha_seed_epoch_fraction(SeedSchedule(3, 1, rungs, 3), 3, 4) == pytest.approx(expected)
+    assert expected < asha_epoch_fraction(4, 1, 3)  # 0.33 of 12 seed-epochs per trial, against 0.44

@@ -80,3 +80,35 @@ def test_the_truth_is_recorded_for_finalize_and_resume():
     old = {k: v for k, v in params.items() if k != "simulate"}  # a study recorded before --simulate existed
     assert Invocation.from_params(old).simulate == ""
     assert cfg.simulated_cpus() >= cfg.max_concurrent and SearchConfig("absa").simulated_cpus() is None
+
+
+@pytest.mark.slow
+def test_a_simulated_study_with_seeds_as_a_fidelity(tmp_path):
+    """``--first-rung-seeds 1``: trials reach the first rung on seed 1 alone, the baseline trains all
+    three (its rung value paired on seed 1), promoted trials end on all three, finalize trains every
+    fresh seed, and the parent run records the option."""
+    env = no_torch(tmp_path)
+    args = ["--simulate", "three_better", "--trials", "8", "--max-concurrent", "4", "--epochs", "2"]
+    run = [sys.executable, "-m", "search.run", "absa", *args, "--first-rung-seeds", "1", *study_stores(tmp_path)]
+    r = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("absa").experiment_id])
+    (parent,) = [x for x in runs if x.data.tags.get("kind") == "study"]
+    trials = [x for x in runs if x.data.tags.get("kind") == "trial"]
+    assert parent.data.params["first_rung_seeds"] == "1"
+    counts = {t.info.run_name: client.get_metric_history(t.info.run_id, "seeds/trained") for t in trials}
+    (baseline,) = [t for t in trials if t.data.tags["baseline"] == "true"]
+    assert [m.value for m in counts[baseline.info.run_name]] == [3.0, 3.0]  # every seed from the start
+    for t in trials:
+        if t.data.tags["baseline"] == "true":
+            continue
+        history = [(m.step, m.value) for m in counts[t.info.run_name]]
+        # the full preset's grace 1, factor 2 over 2 epochs: one rung, at epoch 1
+        assert history in ([(1, 1.0)], [(1, 1.0), (2, 3.0)]), history
+        assert ("semeval/dev/acc_4way/seed2" in t.data.metrics) == (t.data.tags["status"] == "completed")
+    assert any(t.data.tags["status"] == "pruned" for t in trials)
+    assert "(1 seed)" in r.stdout and "(3 seeds)" in r.stdout  # the progress lines say it
+    finals = [x for x in runs if x.data.tags.get("kind") == "final"]
+    assert finals and all("semeval/test/acc_4way/seed8" in f.data.metrics for f in finals)  # 5 fresh seeds, all

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import strip_timing
 
 from trainables.tune import aggregate, seed_values_kept, training_device
 
@@ -174,3 +175,52 @@ def test_a_stopped_trials_thread_ends_before_its_worker_exits(tmp_path):
     assert -signal.SIGABRT in [r.returncode for r in unguarded], [r.returncode for r in unguarded]  # the fault is real
     guarded = subprocess.run([sys.executable, str(script), "finish"], capture_output=True, text=True, env=env)
     assert guarded.returncode == 0 and "terminate" not in guarded.stderr, guarded.stderr[-2000:]
+
+
+# -- seeds as a fidelity (trainables.fidelity): the real trainable under a seed schedule ----------
+def scheduled_trial(tiny_bert, data_dir, fidelity: dict | None) -> dict:
+    from conftest import tiny_config
+
+    train = tiny_config(tiny_bert, tasks=("semeval", "sst2"), epochs=3, max_train_examples=40, max_eval_examples=20)
+    config = {"train": train.with_(data_dir=str(data_dir)).to_dict(), "seeds": [1, 2], "key": "k", "label": "t01"}
+    return {**config, "fidelity": fidelity} if fidelity else config
+
+
+def run_in_process(tmp_path, monkeypatch, config, **kw):
+    """The Tune trainable in this process, through a stand-in for ``ray.tune`` (no Ray)."""
+    from fake_tune import FakeTune
+
+    import trainables.tune as tt
+
+    fake = FakeTune(tmp_path, **kw)
+    monkeypatch.setattr(tt, "tune", fake)
+    monkeypatch.setattr(tt, "placement", lambda: {"hostname": "here", "torch_device": "cpu"})
+    results = fake.run(tt.multitask_trainable, config, metric="semeval/dev/acc_4way/mean")
+    return fake, [{k: v for k, v in strip_timing([r])[0].items() if k != "restored_from_epoch"} for r in results]
+
+
+@pytest.mark.slow
+def test_the_real_trainable_follows_the_seed_schedule_and_restores_mid_schedule(
+    tmp_path, monkeypatch, tiny_bert, data_dir
+):
+    schedule = {"first": 1, "rungs": [1], "growth": 2}  # K = 2: one seed up to the first rung, then both
+    _, whole = run_in_process(tmp_path / "whole", monkeypatch, scheduled_trial(tiny_bert, data_dir, schedule))
+    assert [r["seeds/trained"] for r in whole] == [1, 2, 2]
+    assert "semeval/dev/acc_4way/seed2" not in whole[0] and "semeval/dev/acc_4way/seed2" in whole[1]
+
+    # seed 2 caught up on epoch 1 unreported: at epochs 2 and 3 it scores as if trained from the start
+    _, fixed = run_in_process(tmp_path / "fixed", monkeypatch, scheduled_trial(tiny_bert, data_dir, None))
+    assert "seeds/trained" not in fixed[0]
+    for key in ("semeval/dev/acc_4way/seed2", "semeval/dev/acc_4way/seed1", "semeval/dev/acc_4way/mean"):
+        assert [r[key] for r in whole[1:]] == [r[key] for r in fixed[1:]], key
+    assert whole[0]["semeval/dev/acc_4way/seed1"] == fixed[0]["semeval/dev/acc_4way/seed1"]
+
+    # stopped at the rung (1 seed in its checkpoint), then restored: the results it would have had
+    first, head = run_in_process(
+        tmp_path / "first", monkeypatch, scheduled_trial(tiny_bert, data_dir, schedule), stop_after=1
+    )
+    assert sorted(p.name for p in first.checkpoint.path.iterdir()) == ["fidelity.json", "seed-1.pt"]
+    _, rest = run_in_process(
+        tmp_path / "rest", monkeypatch, scheduled_trial(tiny_bert, data_dir, schedule), checkpoint=first.checkpoint
+    )
+    assert head + rest == whole

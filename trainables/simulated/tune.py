@@ -3,8 +3,10 @@
 Reports as :func:`trainables.tune.multitask_trainable` does (the seed mean and std of every metric,
 per-seed values of the primary's scores and the objective, ``epoch`` and where it ran), after
 sleeping the simulated seconds of the epoch times the truth's time scale, and checkpoints the epoch
-it reached, so a retried or restored trial continues with exactly the results it would have had.
-Imports no torch: a simulated trial's actor is a small process.
+it reached and its seed count, so a retried or restored trial continues with exactly the results it
+would have had. Under a seed schedule (seeds as a fidelity, :mod:`trainables.fidelity`) it reports
+the seeds it has and sleeps the catch-up of the seeds it adds. Imports no torch: a simulated trial's
+actor is a small process.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from ray import tune
 
 from trainables.config import TrainConfig
+from trainables.fidelity import FIDELITY, SEED_COUNT, SeedSchedule
 from trainables.results import aggregate, seed_values_kept
 from trainables.simulated.truth import Truth, load_truth, task_name
 
@@ -41,24 +44,38 @@ def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | N
     key = str(config.get("key", ""))
     objective = metric or config.get("metric", "objective")
     primary = task_name(base.primary)
-    where = placement(restored_epoch())
-    for epoch in range(int(where["restored_from_epoch"]) + 1, base.epochs + 1):
-        time.sleep(model.sleep_s(len(seeds)))  # the slot is busy, as a GPU epoch would keep it
-        per_seed = [model.epoch_metrics(base, key, s, epoch) for s in seeds]
-        metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
+    schedule = SeedSchedule.of_trial(config, len(seeds))
+    state = restored_state()
+    where = placement(state["epoch"])
+    # seeds trained so far; a checkpoint from before seed schedules holds every seed
+    trained = state.get("seeds", len(seeds) if state["epoch"] else 0)
+
+    def keep(k: str) -> bool:
+        return seed_values_kept(k, primary, objective)
+
+    for epoch in range(state["epoch"] + 1, base.epochs + 1):
+        n = max(trained, schedule.at(epoch))
+        # promoted: the added seeds catch up on the epochs they missed, unreported
+        time.sleep(model.sleep_s(n) + model.sleep_s(n - trained) * (epoch - 1))
+        trained = n
+        per_seed = [model.epoch_metrics(base, key, s, epoch) for s in seeds[:trained]]
+        metrics: dict[str, Any] = aggregate(per_seed, seeds[:trained], keep)
         metrics.update(epoch=epoch, **where)
+        if config.get(FIDELITY):
+            metrics[SEED_COUNT] = trained
         with tempfile.TemporaryDirectory() as directory:
-            (Path(directory) / STATE).write_text(json.dumps({"epoch": epoch}))
+            (Path(directory) / STATE).write_text(json.dumps({"epoch": epoch, "seeds": trained}))
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))
 
 
-def restored_epoch() -> int:
-    """The epoch Tune's checkpoint of this trial reached (0 without one)."""
+def restored_state() -> dict[str, int]:
+    """The epoch Tune's checkpoint of this trial reached and, since seed schedules, its seed count
+    (``{"epoch": 0}`` without one)."""
     checkpoint = tune.get_checkpoint()
     if not checkpoint:
-        return 0
+        return {"epoch": 0}
     with checkpoint.as_directory() as directory:
-        return int(json.loads((Path(directory) / STATE).read_text())["epoch"])
+        return {k: int(v) for k, v in json.loads((Path(directory) / STATE).read_text()).items()}
 
 
 def placement(restored_from: int) -> dict[str, Any]:

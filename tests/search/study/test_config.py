@@ -62,3 +62,50 @@ def test_resume_continues_with_the_started_data_whatever_the_flags_say():
     resumed = SearchConfig("absa", resume=True, epochs=9, model="other").continuing(started)
     assert (resumed.preset, resumed.epochs, resumed.model, resumed.auxiliary) == ("smoke", 3, started.model, ("sst2",))
     assert resumed.base_config() == SearchConfig("absa", preset="smoke", epochs=3, auxiliary=("sst2",)).base_config()
+
+
+def test_first_rung_seeds_is_checked_recorded_and_kept_on_resume():
+    cfg = SearchConfig("absa", preset="full", first_rung_seeds=1)  # K = 3 seeds
+    schedule = cfg.seed_schedule(grace_period=1, reduction_factor=2, max_t=4)
+    assert (schedule.seeds, schedule.first, schedule.rungs, schedule.growth) == (3, 1, (1, 2), 2)
+    assert SearchConfig("absa", preset="full").seed_schedule(1, 2, 4) is None  # off: every seed throughout
+    started = cfg.invocation("/x/absa-1", 8)
+    assert started.to_params()["first_rung_seeds"] == "1"
+    assert Invocation.from_params(started.to_params()) == started
+    assert SearchConfig("absa", preset="full").invocation("/x", 8).to_params()["first_rung_seeds"] == "0"
+    old = {k: v for k, v in started.to_params().items() if k != "first_rung_seeds"}  # a study started before
+    assert Invocation.from_params(old).first_rung_seeds == 0
+    resumed = SearchConfig("absa", resume=True, first_rung_seeds=2).continuing(started)
+    assert resumed.first_rung_seeds == 1 and len(resumed.seed_list()) == 3
+    five = SearchConfig("absa", preset="full", seeds=5, first_rung_seeds=4).invocation("/x", 8)
+    assert SearchConfig("absa", resume=True).continuing(five).first_rung_seeds == 4  # K = 5 from the started study
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(preset="full", first_rung_seeds=4), "--first-rung-seeds 4: expected 1 to 3"),
+        (dict(seeds=2, first_rung_seeds=3), "--first-rung-seeds 3: expected 1 to 2"),
+        (dict(first_rung_seeds=0), "--first-rung-seeds 0: expected >= 1"),
+        (dict(preset="full", first_rung_seeds=1, metric="semeval/dev/acc_4way/std"), "is no seed mean to pair"),
+    ],
+)
+def test_bad_first_rung_seeds_are_one_line(kw, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        SearchConfig("absa", **kw)
+    assert "\n" not in str(info.value)
+
+
+def test_a_study_files_preset_can_set_first_rung_seeds(tmp_path):
+    from conftest import example_study, readme_study_file
+
+    path = str(example_study(tmp_path, readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 2\n"))
+    assert SearchConfig(path, preset="full").seed_schedule(1, 2, 4).first == 2
+    assert SearchConfig(path, preset="full", first_rung_seeds=1).seed_schedule(1, 2, 4).first == 1  # the flag wins
+    assert SearchConfig(path, preset="full").invocation("/x", 4).first_rung_seeds == 2
+    with pytest.raises(ConfigError, match="preset full first_rung_seeds 2: expected 1 to 1"):
+        SearchConfig(path, preset="full", seeds=1)
+    with pytest.raises(ConfigError, match="first_rung_seeds 4: expected 1 to 3"):
+        get_study(
+            str(example_study(tmp_path / "bad", readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 4\n"))
+        )

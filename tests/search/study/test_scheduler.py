@@ -3,9 +3,11 @@
 import pickle
 from types import SimpleNamespace
 
+import pytest
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from search.study.scheduler import MULTITASK, SINGLE_TASK, BaselineKeepingASHA, ContenderKeepingASHA, side_of
+from trainables.fidelity import SeedSchedule
 
 METRIC = "semeval/dev/acc_4way/mean"
 CONTINUE, STOP = TrialScheduler.CONTINUE, TrialScheduler.STOP
@@ -108,3 +110,66 @@ def test_a_scheduler_pickled_before_leaders_existed_still_runs():
     loaded = pickle.loads(pickle.dumps(old))
     assert rung(loaded, ((trial("mt", ("semeval", "sst2")), 0.6),)) == {"mt": CONTINUE}
     assert BaselineKeepingASHA is ContenderKeepingASHA  # the name older studies pickled
+
+
+# -- seeds as a fidelity: the rung comparison stays paired on the seeds both sides have ------------
+SCHEDULE = SeedSchedule(seeds=3, first=1, rungs=(1, 2), growth=2)  # grace 1, factor 2, 4 epochs: 1, 2, 3 seeds
+
+
+def seeded(name: str, tasks: tuple[str, ...], baseline: bool = False) -> SimpleNamespace:
+    t = trial(name, tasks, baseline)
+    t.config["seeds"] = [1, 2, 3]
+    return t
+
+
+def result(epoch: int, *values: float) -> dict:
+    """A result over the first len(values) seeds, as the trainable reports it."""
+    out = {f"semeval/dev/acc_4way/seed{s}": v for s, v in enumerate(values, 1)}
+    return {"training_iteration": epoch, METRIC: sum(values) / len(values), **out}
+
+
+def recorded(scheduler, epoch: int) -> dict[str, float]:
+    return next(r for milestone, r in scheduler._brackets[0]._rungs if milestone == epoch)
+
+
+def test_the_baseline_is_recorded_over_the_seeds_the_rungs_trials_have():
+    s = new(ContenderKeepingASHA)
+    s.schedule = SCHEDULE
+    base, mt1, mt2 = (
+        seeded("base", ("semeval",), True),
+        seeded("mt1", ("semeval", "sst2")),
+        seeded("mt2", ("semeval", "pos")),
+    )
+    for t in (base, mt1, mt2):
+        s.on_trial_add(None, t)
+    reported = result(1, 0.50, 0.80, 0.80)  # the baseline trains every seed: mean 0.70, seed 1 alone 0.50
+    assert s.on_trial_result(None, base, reported) == CONTINUE
+    assert reported[METRIC] == pytest.approx(0.70)  # what the tracker logs is left as reported
+    assert s.on_trial_result(None, mt1, result(1, 0.65)) == CONTINUE
+    # paired on seed 1 the cutoff is the median of 0.50 and 0.65; on all the baseline's seeds, of 0.70 and 0.65
+    assert s.on_trial_result(None, mt2, result(1, 0.60)) == CONTINUE
+    assert recorded(s, 1) == {"base": 0.50, "mt1": 0.65, "mt2": 0.60}
+    unpaired = new(ContenderKeepingASHA)
+    assert rung(unpaired, ((base, 0.70), (mt1, 0.65), (mt2, 0.60))) == {"base": CONTINUE, "mt1": CONTINUE, "mt2": STOP}
+
+    # at the second rung trials have seeds 1-2: the baseline's value is over those two
+    s.on_trial_result(None, base, result(2, 0.50, 0.70, 0.90))
+    assert recorded(s, 2) == {"base": pytest.approx(0.60)}
+    # past the last rung every trial trains all three: the baseline's mean is its own
+    assert s.paired(base, result(3, 0.5, 0.7, 0.9))[METRIC] == pytest.approx(0.7)
+    assert s.paired(mt1, result(2, 0.6, 0.7))[METRIC] == pytest.approx(0.65)  # already over its schedule's seeds
+
+
+def test_without_a_schedule_results_are_not_touched_and_old_pickles_load(tmp_path):
+    s = new(ContenderKeepingASHA)
+    r = result(1, 0.5, 0.8, 0.8)
+    assert s.schedule is None and s.paired(seeded("base", ("semeval",), True), r) is r
+    s.schedule = SCHEDULE
+    s.save(str(tmp_path / "s.pkl"))
+    restored = new(ContenderKeepingASHA)
+    restored.restore(str(tmp_path / "s.pkl"))
+    assert restored.schedule == SCHEDULE  # a resumed study keeps pairing
+    old = new(ContenderKeepingASHA)
+    old.__dict__.pop("schedule")  # a study saved before seed schedules
+    loaded = pickle.loads(pickle.dumps(old))
+    assert loaded.paired(seeded("base", ("semeval",), True), r) is r

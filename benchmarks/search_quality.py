@@ -1,0 +1,251 @@
+"""``python -m benchmarks.search_quality``: search quality against the truth (issue 18 part 3).
+
+Each strategy (``search.simulation.strategies``: the thesis grid, random search and TPE, both with ASHA,
+at K seeds and several budgets) runs ``--studies`` simulated absa studies at the full preset on the
+in-process backend (``search.simulation``: the real searcher and scheduler on a simulated clock). Study
+i of every strategy uses truth seed i (its seed luck and evaluation noise) and Optuna seed i, so the
+strategies meet the same luck (common random numbers). Per study it records the config the study
+selects (``search.simulation.selection``), its regret against the truth's best over the whole space
+(``search.simulation.optimum``), the compute in seed-epochs and trial-epochs, and the selection after
+every trial (best-so-far against compute). One JSON line per study goes to ``--out``; the table is
+printed and ``--plot`` drawn from the same lines.
+
+Example: ``python -m benchmarks.search_quality --studies 20`` (``--strategies grid,tpe-k3`` for some).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import platform
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from search.simulation.strategies import Strategy
+    from trainables.simulated.truth import Truth
+
+HERE = Path(__file__).resolve().parent
+EPSILONS = (0.005, 0.01)  # 0.5 pp and 1 pp (the truths' seed sd is 1 pp)
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"
+
+
+def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: int, best: float) -> dict[str, Any]:
+    """One study of ``strategy`` on truth seed ``i``: its JSON line."""
+    from search.simulation import simulate
+    from search.simulation.scoring import regret, within
+    from search.simulation.selection import selections
+
+    started = time.perf_counter()
+    cfg = strategy.config(truth_path, i, slots)
+    study = simulate(cfg, replace(truth, seed=i), strategy.scheduler, strategy.seed_count)
+    picks = selections(study, truth)
+    last = picks[-1]
+    r = float(regret(best, [last.true])[0])
+    return {
+        "strategy": strategy.name,
+        "family": strategy.group,
+        "search": strategy.search,
+        "seeds": strategy.seeds,
+        "budget": strategy.trials,
+        "grace_period": strategy.grace_period,
+        "reduction_factor": strategy.reduction_factor,
+        "slots": slots,
+        "truth": truth.name,
+        "study": i,
+        "trials": len(study.trials),
+        "completed": sum(t.epoch >= study.prep.base.epochs for t in study.trials),
+        "seed_epochs": study.seed_epochs,
+        "trial_epochs": study.trial_epochs,
+        "selected": last.label,
+        "selected_dev": float(last.dev),
+        "selected_true": last.true,
+        "true_best": best,
+        "regret": r,
+        **{f"within_{e * 100:g}pp": bool(within([r], e)[0]) for e in EPSILONS},
+        "curve": [[p.spent, round(p.true, 6)] for p in picks],
+        "seconds": round(time.perf_counter() - started, 3),
+    }
+
+
+def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, Any]]:
+    """Per strategy: means with their Monte Carlo SE over studies."""
+    from search.simulation.scoring import mean_se, proportion_se
+
+    out = []
+    for name in dict.fromkeys(line["strategy"] for line in lines):
+        mine = [line for line in lines if line["strategy"] == name]
+        compute = np.array([line["seed_epochs"] for line in mine], dtype=float)
+        row = {"strategy": name, "family": mine[0]["family"], "studies": len(mine)}
+        row["seed_epochs"], row["seed_epochs_sd"] = (
+            float(compute.mean()),
+            float(compute.std(ddof=1)) if len(mine) > 1 else math.nan,
+        )
+        row["of_grid"] = row["seed_epochs"] / grid_compute
+        row["trial_epochs"] = float(np.mean([line["trial_epochs"] for line in mine]))
+        row["regret_pp"], row["regret_se_pp"] = (100 * v for v in mean_se([line["regret"] for line in mine]))
+        for e in EPSILONS:
+            key = f"within_{e * 100:g}pp"
+            row[key], row[key + "_se"] = proportion_se([line[key] for line in mine])
+        out.append(row)
+    return out
+
+
+HEAD = ("strategy", "studies", "seed-epochs (sd)", "of grid", "trial-epochs", "P(≤0.5 pp) ± SE", "P(≤1 pp) ± SE")
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """The summary as Markdown (benchmarks/README.md's table)."""
+    lines = ["| " + " | ".join(HEAD + ("regret pp ± SE",)) + " |", "|---" * (len(HEAD) + 1) + "|"]
+    for r in rows:
+        cells = [r["strategy"], r["studies"], f"{r['seed_epochs']:.0f} ({r['seed_epochs_sd']:.0f})"]
+        cells += [f"{r['of_grid']:.0%}", f"{r['trial_epochs']:.0f}"]
+        cells += [f"{r[k]:.2f} ± {r[k + '_se']:.2f}" for k in ("within_0.5pp", "within_1pp")]
+        cells.append(f"{r['regret_pp']:.2f} ± {r['regret_se_pp']:.2f}")
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return "\n".join(lines)
+
+
+def plot(lines: list[dict[str, Any]], out: Path, grid_compute: float) -> None:
+    """Left: regret of the selection so far against compute (each family's largest budget: mean ± SE over
+    studies), with every budget's final regret (mean ± SE). Right: P(within ε) of every budget's selection."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from search.simulation.scoring import step_at
+
+    rows = summary(lines, grid_compute)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+    families = list(dict.fromkeys(line["family"] for line in lines))
+    for colour, family in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], families):
+        mine = [line for line in lines if line["family"] == family]
+        biggest = max((line["seed_epochs"], line["strategy"]) for line in mine)[1]
+        curves = [line for line in mine if line["strategy"] == biggest]
+        xs = np.linspace(0, max(line["seed_epochs"] for line in curves), 200)
+        ys = np.array([100 * (c["true_best"] - step_at(xs, *zip(*c["curve"]))) for c in curves])
+        enough = np.sum(np.isfinite(ys), axis=0) >= len(curves) / 2  # most studies have selected something
+        ys = ys[:, enough]
+        mean, se = np.nanmean(ys, axis=0), np.nanstd(ys, axis=0, ddof=1) / np.sqrt(np.sum(np.isfinite(ys), axis=0))
+        left.plot(xs[enough], mean, color=colour, label=f"{family} (curve: {biggest})")
+        left.fill_between(xs[enough], mean - se, mean + se, color=colour, alpha=0.15)
+        ends = [r for r in rows if r["family"] == family]
+        x = [r["seed_epochs"] for r in ends]
+        left.errorbar(
+            x, [r["regret_pp"] for r in ends], yerr=[r["regret_se_pp"] for r in ends], fmt="o", color=colour, ms=4
+        )
+        for key, style in (("within_1pp", "-o"), ("within_0.5pp", ":s")):
+            right.errorbar(
+                x,
+                [r[key] for r in ends],
+                yerr=[r[key + "_se"] for r in ends],
+                fmt=style,
+                color=colour,
+                ms=4,
+                label=f"{family}, {key.split('_')[1]}" if len(families) < 8 else None,
+            )
+    for ax in (left, right):
+        ax.axvline(grid_compute, color="grey", lw=0.8)
+        ax.axvline(0.3 * grid_compute, color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("compute (seed-epochs; grid = 172, dashed: 30% of it)")
+    left.set_ylabel("regret of the selected config (pp of acc_4way)")
+    left.set_title(
+        f"regret of the selection so far: mean ± SE over {max(r['studies'] for r in rows)} studies; dots: final"
+    )
+    right.set_ylabel("P(selected within ε of the true best) ± SE")
+    right.set_title("ε = 1 pp (solid), 0.5 pp (dotted)")
+    left.legend(fontsize=7)
+    right.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def parser() -> argparse.ArgumentParser:
+    from search.simulation.strategies import DEFAULT, FAMILIES
+    from trainables.cli import ArgumentParser
+
+    p = ArgumentParser(prog="python -m benchmarks.search_quality", description=__doc__.split("\n\n")[0])
+    p.add_argument("--studies", type=int, default=20, help="simulated studies per strategy")
+    p.add_argument("--truth", default="three_better", help="a built-in truth or a truth .toml file")
+    p.add_argument("--strategies", default=",".join(DEFAULT), help="comma-separated families: " + ", ".join(FAMILIES))
+    p.add_argument("--slots", type=int, default=4, help="trials running at once in each study")
+    p.add_argument("--out", type=Path, default=HERE / "search_quality.jsonl")
+    p.add_argument("--plot", default=str(HERE / "search_quality.png"), help="the figure ('' for none)")
+    return p
+
+
+def setting(truth_name: str, slots: int):
+    """The truth file, the truth, its best config over the space, and the grid's compute (nothing stopped)."""
+    from search.answer.contenders import objective_metric_of
+    from search.simulation.optimum import true_best
+    from search.simulation.strategies import GRID
+    from search.study.prepare import prepare_simulated
+    from spaces import thesis_grid
+    from trainables.simulated import load_truth, resolve_truth
+
+    path = resolve_truth(truth_name)
+    truth, prep = load_truth(path), prepare_simulated(GRID[0].config(path, 0, slots))
+    best = true_best(truth, prep.study, prep.base, objective_metric_of(prep.objective, truth.primary) or "")
+    return path, truth, best, len(thesis_grid(prep.study, prep.base)) * prep.base.epochs * GRID[0].seeds
+
+
+def quiet() -> None:
+    """Warnings only: a study's Optuna and searcher lines, thousands per run, would bury the progress."""
+    import optuna
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("search").setLevel(logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def main() -> int:
+    from search.simulation.strategies import chosen
+    from trainables.config import ConfigError
+
+    args = parser().parse_args()
+    for flag, value in (("--studies", args.studies), ("--slots", args.slots)):
+        if value < 1:
+            raise ConfigError(f"{flag} {value}: expected >= 1")
+    strategies = chosen(args.strategies)
+    quiet()
+    path, truth, best, grid_compute = setting(args.truth, args.slots)
+    where = f"{best.config.tasks}, {best.config.sampling.schema}, lr {best.config.lr:.3g}"
+    print(f"{machine()}; truth {truth.name}: true best {best.score:.4f} ({where})", flush=True)
+    lines: list[dict[str, Any]] = []
+    started = time.monotonic()
+    with args.out.open("w") as f:
+        for n, strategy in enumerate(strategies, 1):
+            for i in range(args.studies):
+                lines.append(one_study(strategy, path, truth, i, args.slots, best.score))
+                f.write(json.dumps(lines[-1]) + "\n")
+                f.flush()
+            (row,) = summary([line for line in lines if line["strategy"] == strategy.name], grid_compute)
+            print(
+                f"[{n}/{len(strategies)} {time.monotonic() - started:.0f}s] {strategy.name}: "
+                f"{row['seed_epochs']:.0f} seed-epochs, regret {row['regret_pp']:.2f} ± {row['regret_se_pp']:.2f} pp, "
+                f"P(≤1 pp) {row['within_1pp']:.2f}",
+                flush=True,
+            )
+    print(table(summary(lines, grid_compute)))
+    print(f"{machine()} at the end; {time.monotonic() - started:.0f}s")
+    if args.plot:
+        plot(lines, Path(args.plot), grid_compute)
+    return 0
+
+
+if __name__ == "__main__":
+    from trainables.cli import run_main
+    from trainables.config import ConfigError
+
+    run_main(main, (ConfigError,))

@@ -1,0 +1,170 @@
+"""An in-process, event-driven study on a simulated clock, in the style of Syne Tune's simulator backend.
+
+It drives the study's real searcher and real scheduler through the calls Ray Tune's controller makes
+(``ray/tune/execution/tune_controller.py``, Ray 2.60), without Ray's actors, so a study of hundreds of
+trials takes seconds of CPU instead of seconds per trial:
+
+- a free slot gets a trial the way Tune's loop does: a new suggestion while no trial is pending
+  (``searcher.suggest`` through Tune's ``ConcurrencyLimiter``, then ``scheduler.on_trial_add``), then
+  ``scheduler.choose_trial_to_run`` picks a PENDING or PAUSED trial to start;
+- each epoch's result arrives at ``clock + seed-epochs x seconds_per_epoch``; ``scheduler.on_trial_result``
+  decides; on CONTINUE or PAUSE the searcher gets ``on_trial_result`` (Tune withholds a stopping
+  result from it); on STOP, or after the last epoch, ``scheduler.on_trial_complete`` then
+  ``searcher.on_trial_complete`` with the trial's last result (Tune's ``stop_trial`` order);
+- results at the same simulated time are handled in the order their epochs started;
+- a trial whose last epoch gets CONTINUE ends as if stopped (Tune would first pass its last result to
+  the scheduler once more, as the function returned; ASHA stops every trial at ``max_t`` before that).
+
+Two things can be plugged in without touching the loop: the scheduler (any ``TrialScheduler``, e.g. a
+subclass of ``ContenderKeepingASHA`` that pauses a trial at a rung to add seeds), and ``seed_count``
+(trial, epoch) -> how many of the trial's seeds report that epoch. A seed that joins late trains from
+its first epoch (:meth:`SimTrial.train_to`), and that catch-up is charged to the epoch that adds it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ray.tune.schedulers import TrialScheduler
+from ray.tune.search import ConcurrencyLimiter, Searcher
+
+from search.simulation.results import epoch_result
+from search.simulation.trial import PAUSED, PENDING, RUNNING, TERMINATED, Controller, SimTrial
+from trainables.config import TrainConfig
+from trainables.simulated.truth import Truth
+
+SeedCount = Callable[[SimTrial, int], int]  # (trial, epoch) -> how many of its seeds report that epoch
+
+
+def all_seeds(trial: SimTrial, epoch: int) -> int:
+    """Every trial trains all its seeds every epoch (what ``trainables.tune`` does today)."""
+    return len(trial.seeds)
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing that happened, at simulated ``time`` with ``spent`` seed-epochs reported so far."""
+
+    time: float
+    spent: int
+    trial_id: str
+    kind: str  # "start", "result" (with the scheduler's decision) or "end"
+    epoch: int
+    decision: str = ""
+
+
+@dataclass
+class Backend:
+    """One simulated study: ``run()`` drives ``searcher`` and ``scheduler`` until ``trials`` trials
+    have ended (or the searcher says FINISHED) and returns them in creation order.
+
+    ``searcher`` and ``scheduler`` must already know the metric and mode (as after Tune's
+    ``set_search_properties``). ``seconds_per_epoch``: simulated seconds of one seed-epoch.
+    """
+
+    searcher: Searcher
+    scheduler: TrialScheduler
+    truth: Truth
+    objective: str
+    max_epochs: int
+    seeds: list[int]
+    trials: int
+    slots: int
+    seconds_per_epoch: float = 60.0
+    seed_count: SeedCount = all_seeds
+    clock: float = 0.0
+    spent: int = 0  # seed-epochs reported so far
+    events: list[Event] = field(default_factory=list)
+    _all: list[SimTrial] = field(default_factory=list)
+    _queue: list[tuple[float, int, str, int, list[int], int]] = field(default_factory=list)
+    _configs: dict[str, TrainConfig] = field(default_factory=dict)
+    _finished: bool = False
+
+    def __post_init__(self) -> None:
+        # what tune.run wraps a Searcher in for max_concurrent_trials (tune.py, Ray 2.60)
+        self._limiter = ConcurrencyLimiter(self.searcher, max_concurrent=self.slots)
+        self._controller = Controller(self._all)
+        self._by_id: dict[str, SimTrial] = {}
+        self._sequence = 0
+
+    def run(self) -> list[SimTrial]:
+        self.fill()
+        while self._queue:
+            time, _, trial_id, epoch, seeds, cost = heapq.heappop(self._queue)
+            self.clock = time
+            self.report(self._by_id[trial_id], epoch, seeds, cost)
+            self.fill()
+        return list(self._all)
+
+    # -- slots ----------------------------------------------------------------------
+    def fill(self) -> None:
+        """Start trials while a slot is free: Tune's add-then-choose step."""
+        while sum(t.status == RUNNING for t in self._all) < self.slots:
+            if not any(t.status == PENDING for t in self._all):
+                self.add()
+            trial = self.scheduler.choose_trial_to_run(self._controller)
+            if trial is None:
+                return
+            self.start(trial)
+
+    def add(self) -> None:
+        if self._finished or len(self._all) >= self.trials:
+            return
+        trial_id = f"sim_{len(self._all):05d}"
+        suggestion = self._limiter.suggest(trial_id)
+        if suggestion is None:  # the limiter's answer while every slot's trial is live
+            return
+        if suggestion == Searcher.FINISHED:
+            self._finished = True
+            return
+        trial = SimTrial(trial_id, {"seeds": list(self.seeds), **suggestion}, number=len(self._all))
+        self._configs[trial_id] = TrainConfig.from_dict(suggestion["train"])
+        self._all.append(trial)
+        self._by_id[trial_id] = trial
+        self.scheduler.on_trial_add(self._controller, trial)
+
+    def start(self, trial: SimTrial) -> None:
+        trial.status = RUNNING
+        if trial.started_at is None:
+            trial.started_at = self.clock
+        self.events.append(Event(self.clock, self.spent, trial.trial_id, "start", trial.epoch + 1))
+        self.next_epoch(trial)
+
+    def next_epoch(self, trial: SimTrial) -> None:
+        epoch = trial.epoch + 1
+        seeds = trial.seeds[: self.seed_count(trial, epoch)]
+        cost = trial.train_to(epoch, seeds)
+        self._sequence += 1
+        entry = (self.clock + cost * self.seconds_per_epoch, self._sequence, trial.trial_id, epoch, seeds, cost)
+        heapq.heappush(self._queue, entry)
+
+    # -- results --------------------------------------------------------------------
+    def report(self, trial: SimTrial, epoch: int, seeds: list[int], cost: int) -> None:
+        """One epoch's result through the scheduler and the searcher, as Tune's controller passes it."""
+        self.spent += cost
+        key = str(trial.config.get("key", ""))
+        result = epoch_result(
+            self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id
+        )
+        decision = self.scheduler.on_trial_result(self._controller, trial, result)
+        trial.decisions.append(decision)
+        self.events.append(Event(self.clock, self.spent, trial.trial_id, "result", epoch, decision))
+        if decision == TrialScheduler.STOP:
+            result["done"] = True
+        else:
+            self._limiter.on_trial_result(trial.trial_id, result)
+        trial.last_result, trial.epoch = result, epoch
+        if decision == TrialScheduler.STOP or epoch >= self.max_epochs:
+            self.end(trial)
+        elif decision == TrialScheduler.PAUSE:
+            trial.status = PAUSED  # its slot is free; choose_trial_to_run may resume it later
+        else:
+            self.next_epoch(trial)
+
+    def end(self, trial: SimTrial) -> None:
+        self.scheduler.on_trial_complete(self._controller, trial, trial.last_result)
+        self._limiter.on_trial_complete(trial.trial_id, result=trial.last_result)
+        trial.status, trial.ended_at = TERMINATED, self.clock
+        self.events.append(Event(self.clock, self.spent, trial.trial_id, "end", trial.epoch))

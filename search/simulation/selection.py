@@ -1,0 +1,88 @@
+"""The config a simulated study recommends, chosen by the code a real study's answer uses, and its true score.
+
+A real study ends with ``search.finalize``: :func:`search.answer.contenders.choose` takes, on dev (seed
+mean), the best completed multitask trial and the best completed single-task trial; finalize trains
+both on fresh seeds and registers the better. Before those fresh seeds exist, what the study tells
+its user to use is the better of the two on the search's own dev means: that is the selected config
+here. A study with no completed multitask trial (``choose`` refuses it) selects its best completed
+trial, the baseline at least (ASHA never stops it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from search.answer.contenders import choose, objective_metric_of
+from search.simulation.study import SimulatedStudy
+from search.simulation.trial import SimTrial
+from search.tracking.outcome import COMPLETED, outcome_of
+from search.tracking.records import TrialParams
+from trainables.config import ConfigError, TrainConfig
+from trainables.simulated.truth import Truth
+
+
+def trial_row(trial: SimTrial, objective: str, max_epochs: int) -> dict[str, Any]:
+    """An ended trial as a row of ``search.tracking.runs.trial_table``, with the columns ``choose`` reads."""
+    config = TrainConfig.from_dict(trial.config["train"])
+    return {
+        "trial": trial.number,
+        "trial_id": trial.trial_id,
+        "label": trial.config.get("label", trial.trial_id),
+        "status": outcome_of(trial.last_result, max_epochs),
+        "baseline": bool(trial.config.get("baseline", False)),
+        "auxiliary": TrialParams.of(config, trial.seeds).aux,
+        "objective": float(trial.last_result.get(objective, float("nan"))),
+    }
+
+
+def selected(table: pd.DataFrame, mode: str) -> pd.Series | None:
+    """The row the study recommends (module docstring); None before any trial completed."""
+    if table.empty or not (table.status == COMPLETED).any():
+        return None
+    try:
+        winner, opponent = choose(table, mode)
+    except ConfigError:  # one side has no completed trial: the other side's best
+        done = table[table.status == COMPLETED].sort_values("objective", ascending=(mode == "min"), kind="stable")
+        return done.iloc[0]
+    better = winner.objective >= opponent.objective if mode == "max" else winner.objective <= opponent.objective
+    return winner if better else opponent
+
+
+@dataclass(frozen=True)
+class Pick:
+    """The selection after ``spent`` seed-epochs: which trial, and its config's true score."""
+
+    spent: int
+    time: float
+    trial_id: str
+    label: str
+    dev: float  # the search's dev seed mean of it
+    true: float  # Truth.true_score of its config
+
+
+def selections(study: SimulatedStudy, truth: Truth) -> list[Pick]:
+    """The selection after every trial's end, in time order: the study's best-so-far curve (the last is
+    what the study recommends when it ends)."""
+    metric = objective_metric_of(study.prep.objective, truth.primary)
+    if metric is None:
+        raise ConfigError(f"objective {study.prep.objective}: not a dev metric of {truth.primary}, no true score")
+    by_id = {t.trial_id: t for t in study.trials}
+    rows: list[dict[str, Any]] = []
+    picks: list[Pick] = []
+    for event in study.events:
+        if event.kind != "end":
+            continue
+        rows.append(trial_row(by_id[event.trial_id], study.prep.objective, study.prep.base.epochs))
+        if rows[-1]["status"] != COMPLETED and picks:
+            continue  # a stopped trial changes no selection
+        row = selected(pd.DataFrame(rows), study.mode)
+        if row is None:
+            continue
+        config = TrainConfig.from_dict(by_id[row.trial_id].config["train"])
+        picks.append(
+            Pick(event.spent, event.time, row.trial_id, row.label, row.objective, truth.true_score(config, metric))
+        )
+    return picks

@@ -1,0 +1,114 @@
+"""The search strategies issue 18 part 3 compares, each a ``search.run`` invocation of the absa study.
+
+A strategy is what its user would type: ``--search``, ``--seeds``, ``--trials`` and ASHA's grace period
+and reduction factor (None: the preset's). Families are lists of strategies over budgets (trial
+counts) chosen so that their compute spans ~10% to ~250% of the thesis grid's 172 seed-epochs:
+under the full preset's ASHA (grace 1, reduction 2, 4 epochs) a trial trains ~2.2 epochs, so ~2.2 K
+seed-epochs at K seeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from search.simulation.backend import SeedCount
+from search.simulation.study import SchedulerOf
+from search.study.config import SearchConfig
+from search.study.tuner import scheduler_of
+from trainables.config import ConfigError
+
+STUDY, PRESET = "absa", "full"
+
+
+@dataclass(frozen=True)
+class Strategy:
+    family: str
+    search: str  # search.study.config.SEARCHES
+    seeds: int  # K: seeds every trial trains
+    trials: int | None = None  # None: the grid's size (--search grid)
+    grace_period: int | None = None  # None: the preset's
+    reduction_factor: int | None = None
+    first_rung_seeds: int | None = None  # seeds as a fidelity (--first-rung-seeds); None: all K throughout
+    # where another scheduler plugs in: a scheduler built from the study, seeds reporting each epoch
+    # (None: the study's own, which follows first_rung_seeds)
+    scheduler: SchedulerOf = scheduler_of
+    seed_count: SeedCount | None = None
+
+    @property
+    def group(self) -> str:
+        """The strategy without its budget: what one curve of the benchmark's plot shows."""
+        grace = f" grace={self.grace_period}" if self.grace_period is not None and self.family != "grid" else ""
+        reduction = f" rf={self.reduction_factor}" if self.reduction_factor is not None else ""
+        return f"{self.family} K={self.seeds}{grace}{reduction}{self.fidelity}"
+
+    @property
+    def name(self) -> str:
+        budget = "" if self.trials is None else f" N={self.trials}"
+        grace = "" if self.grace_period is None else f" grace={self.grace_period}"
+        reduction = "" if self.reduction_factor is None else f" rf={self.reduction_factor}"
+        return f"{self.family} K={self.seeds}{budget}{grace}{reduction}{self.fidelity}"
+
+    @property
+    def fidelity(self) -> str:
+        return "" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}"
+
+    def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
+        """The study's invocation (``truth``: the truth file's path)."""
+        return SearchConfig(
+            STUDY,
+            preset=PRESET,
+            simulate=truth,
+            search=self.search,
+            seeds=self.seeds,
+            trials=self.trials,
+            grace_period=self.grace_period,
+            reduction_factor=self.reduction_factor,
+            search_seed=search_seed,
+            max_concurrent=slots,
+            first_rung_seeds=self.first_rung_seeds,
+        )
+
+
+def budgets(family: str, search: str, seeds: int, trials: tuple[int, ...], grace: int | None = None) -> list[Strategy]:
+    return [Strategy(family, search, seeds, n, grace) for n in trials]
+
+
+# the thesis's hand grid: 43 configs, one seed, every epoch (grace period = epochs: ASHA stops nothing)
+GRID = [Strategy("grid", "grid", 1, None, grace_period=4)]
+FAMILIES: dict[str, list[Strategy]] = {
+    "grid": GRID,
+    "tpe-k1": budgets("tpe-asha", "tpe", 1, (8, 16, 24, 40, 64, 100, 150, 215)),
+    "tpe-k3": budgets("tpe-asha", "tpe", 3, (3, 6, 9, 14, 22, 34, 50, 72)),
+    "random-k1": budgets("random-asha", "random", 1, (16, 40, 100, 215)),
+    "random-k3": budgets("random-asha", "random", 3, (6, 14, 34, 72)),
+    # not tuning the truth: what the search controls (seeds, budget, how early ASHA stops)
+    "tpe-k3-grace2": budgets("tpe-asha", "tpe", 3, (9, 14, 22, 34), grace=2),
+    "tpe-k2": budgets("tpe-asha", "tpe", 2, (6, 9, 14, 22, 34, 50)),
+    # the grid's 43 configs under the preset's ASHA (what `--search grid --seeds 1` runs), and a harsher ASHA
+    "grid-asha": [Strategy("grid-asha", "grid", 1)],
+    "grid-asha-rf4": [Strategy("grid-asha", "grid", 1, reduction_factor=4)],
+    "grid-asha-rf8": [Strategy("grid-asha", "grid", 1, reduction_factor=8)],
+    "grid-asha-k2": [Strategy("grid-asha", "grid", 2)],
+    "grid-asha-k3": [Strategy("grid-asha", "grid", 3)],
+    # seeds as a fidelity: 1 seed to the first rung, 2 to the second, all 3 past it (the baseline all 3);
+    # ~1.25x tpe-k3's trials, for about its compute (a trial stopped early costs fewer seed-epochs)
+    "tpe-k3-fidelity": [Strategy("tpe-asha", "tpe", 3, n, first_rung_seeds=1) for n in (4, 8, 11, 17, 27, 42, 62, 90)],
+    # the same at reduction factor 3 (rungs at epochs 1 and 3): 1 seed to the first rung, then all 3
+    "tpe-k3-rf3": [Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3) for n in (9, 14, 22, 34, 50, 72)],
+    "tpe-k3-rf3-fidelity": [
+        Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3, first_rung_seeds=1) for n in (11, 17, 27, 41, 61, 88)
+    ],
+}
+DEFAULT = ("grid", "grid-asha", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
+
+
+def chosen(names: str) -> list[Strategy]:
+    """``grid,tpe-k3`` -> their strategies; one line naming the families on a bad name."""
+    out: list[Strategy] = []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        if name not in FAMILIES:
+            raise ConfigError(f"--strategies {name!r}: expected a comma-separated list of {', '.join(FAMILIES)}")
+        out += FAMILIES[name]
+    if not out:
+        raise ConfigError("--strategies is empty: expected one or more of " + ", ".join(FAMILIES))
+    return out

@@ -1,0 +1,57 @@
+"""The trial object a Tune scheduler sees in a simulated study, and the controller view it asks.
+
+Tune's own ``Trial`` needs an experiment spec, a placement group and a storage context; ASHA and the
+FIFO scheduler read only ``trial_id``, ``config``, ``status`` and ``last_result`` of it, and of the
+controller only ``get_trials()`` (``ray/tune/schedulers/async_hyperband.py`` and
+``trial_scheduler.py``, checked against Ray 2.60). :class:`SimTrial` has exactly those, under the
+same names and status strings, plus the simulator's own bookkeeping.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Tune's Trial status strings (ray.tune.experiment.trial.Trial.PENDING etc.)
+PENDING, RUNNING, PAUSED, TERMINATED = "PENDING", "RUNNING", "PAUSED", "TERMINATED"
+
+
+@dataclass
+class SimTrial:
+    """One trial of a simulated study: its config (``{"seeds": [...], **suggestion}``, as Tune merges
+    the param space with the searcher's suggestion), its state, and what it has trained so far."""
+
+    trial_id: str
+    config: dict[str, Any]
+    number: int  # order of creation (0-based)
+    status: str = PENDING
+    last_result: dict[str, Any] = field(default_factory=dict)
+    epoch: int = 0  # the last epoch reported
+    trained: dict[int, int] = field(default_factory=dict)  # seed -> epochs trained (seeds may join late)
+    seed_epochs: int = 0  # compute spent: one seed trained one epoch = 1
+    started_at: float | None = None  # simulated seconds
+    ended_at: float | None = None
+    decisions: list[str] = field(default_factory=list)  # the scheduler's answer to each result
+
+    @property
+    def seeds(self) -> list[int]:
+        return [int(s) for s in self.config["seeds"]]
+
+    def train_to(self, epoch: int, seeds: list[int]) -> int:
+        """Train ``seeds`` up to ``epoch``; the seed-epochs that cost (a seed that joins late trains
+        from its first epoch: no seed's epoch is ever skipped or counted twice)."""
+        cost = sum(epoch - self.trained.get(s, 0) for s in seeds)
+        for s in seeds:
+            self.trained[s] = epoch
+        self.seed_epochs += cost
+        return cost
+
+
+class Controller:
+    """The slice of Tune's ``TuneController`` a scheduler reads: every trial, in creation order."""
+
+    def __init__(self, trials: list[SimTrial]) -> None:
+        self._trials = trials
+
+    def get_trials(self) -> list[SimTrial]:
+        return self._trials

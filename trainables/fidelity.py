@@ -1,0 +1,104 @@
+"""Seeds as a fidelity: how many of a trial's K seeds it trains at each epoch.
+
+A trial trains its first ASHA rung on ``first`` seeds; each rung it passes (Tune lets it go on
+past the rung's epoch: it was promoted) multiplies its seeds by ``growth`` (ASHA's reduction
+factor, so each rung costs about what the one below did: a rung keeps 1/growth of the trials),
+and past the last rung below the final epoch it trains all K, so every finalist is ranked at full
+fidelity. Seeds are a prefix of the seed list: every trial shares its first seeds with the
+baseline (which trains all K from the start), so a rung compares means over the same seeds.
+
+An added seed first catches up, training the epochs it missed without reporting, so every
+reported epoch is a mean over seeds at that same epoch. A trial that reached epoch ``e``
+has therefore trained ``e * at(e)`` seed-epochs.
+
+Pure: no Ray, no torch. The Tune wrappers (``trainables/tune.py``, ``trainables/simulated/tune.py``)
+follow it; ``search/study/scheduler.py`` pairs the baseline's rung values with it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from trainables.config import ConfigError
+from trainables.results import seed_key
+
+FIDELITY = "fidelity"  # trial config key holding :meth:`SeedSchedule.to_dict`
+SEED_COUNT = "seeds/trained"  # result key: how many seeds this epoch's means are over
+
+
+def asha_rungs(grace_period: int, reduction_factor: float, max_t: int) -> tuple[int, ...]:
+    """The epochs at which ASHA (one bracket) decides on a trial, below ``max_t``.
+
+    The milestones are Ray's ``_Bracket``'s, computed the same way (numpy's log, so the float
+    rounding agrees): ``grace_period * reduction_factor**k``. A trial's result is recorded at a
+    milestone from the first epoch at or past it; at ``max_t`` every trial stops anyway.
+    """
+    rungs = int(np.log(max_t / grace_period) / np.log(reduction_factor) + 1)
+    milestones = (grace_period * reduction_factor**k for k in range(rungs))
+    return tuple(sorted({math.ceil(m) for m in milestones if math.ceil(m) < max_t}))
+
+
+@dataclass(frozen=True)
+class SeedSchedule:
+    """Seeds a trial trains at each epoch: ``first`` up to the first rung, times ``growth`` per
+    rung passed (at most ``seeds``), all ``seeds`` past the last rung."""
+
+    seeds: int  # K, the trial's whole seed list
+    first: int  # seeds up to and including the first rung's epoch
+    rungs: tuple[int, ...] = ()  # ASHA's rung epochs below the last epoch, ascending
+    growth: int = 2  # seed factor per rung passed
+
+    def __post_init__(self) -> None:
+        if self.seeds < 1:
+            raise ConfigError(f"seed schedule: {self.seeds} seeds, expected >= 1")
+        if not 1 <= self.first <= self.seeds:
+            raise ConfigError(f"first rung seeds {self.first}: expected 1 to {self.seeds} (the seeds of a trial)")
+        if self.growth < 2:
+            raise ConfigError(f"seed schedule growth {self.growth}: expected >= 2")
+        if any(r < 1 for r in self.rungs) or list(self.rungs) != sorted(set(self.rungs)):
+            raise ConfigError(f"seed schedule rungs {list(self.rungs)}: expected ascending epochs >= 1")
+
+    @classmethod
+    def full(cls, seeds: int) -> SeedSchedule:
+        """Every seed at every epoch: the baseline's, finalize's, and any trial's without the option."""
+        return cls(seeds=seeds, first=seeds)
+
+    def at(self, epoch: int) -> int:
+        """Seeds trained at ``epoch`` (1-based): those of the rung segment it falls in."""
+        passed = sum(1 for rung in self.rungs if rung < epoch)
+        if passed == len(self.rungs):
+            return self.seeds
+        return min(self.seeds, self.first * self.growth**passed)
+
+    def seed_epochs(self, epoch: int) -> int:
+        """Seed-epochs a trial has trained once it reported ``epoch`` (catch-up included)."""
+        return epoch * self.at(epoch) if epoch > 0 else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"first": self.first, "rungs": list(self.rungs), "growth": self.growth}
+
+    @classmethod
+    def of_trial(cls, config: Mapping[str, Any], seeds: int) -> SeedSchedule:
+        """A trial's schedule from its (flat) config: the full one for the baseline (it is never
+        stopped and sets every rung's bar) and where the study has no schedule."""
+        spec = config.get(FIDELITY)
+        if not spec or config.get("baseline"):
+            return cls.full(seeds)
+        return cls(seeds=seeds, first=int(spec["first"]), rungs=tuple(spec["rungs"]), growth=int(spec["growth"]))
+
+
+def prefix_mean(result: Mapping[str, Any], objective: str, seeds: Sequence[int]) -> float | None:
+    """The mean of ``objective`` (a ``<key>/mean`` result key) over ``seeds`` alone, from the
+    result's per-seed values; None where one of them is missing or NaN."""
+    if not objective.endswith("/mean"):
+        return None
+    key = objective[: -len("/mean")]
+    values = [result.get(seed_key(key, s)) for s in seeds]
+    if not values or any(v is None or v != v for v in values):
+        return None
+    return float(np.mean(np.asarray(values, dtype=np.float64)))
