@@ -22,6 +22,7 @@ import math
 import os
 import platform
 import time
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,7 +49,7 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
 
     started = time.perf_counter()
     cfg = strategy.config(truth_path, i, slots)
-    study = simulate(cfg, replace(truth, seed=i), strategy.scheduler, strategy.seed_count)
+    study = simulate(cfg, replace(truth, seed=i), strategy.scheduler, strategy.seed_count, strategy.multivariate)
     picks = selections(study, truth)
     last = picks[-1]
     r = float(regret(best, [last.true])[0])
@@ -207,6 +208,7 @@ def quiet() -> None:
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("search").setLevel(logging.WARNING)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)  # multivariate TPE
 
 
 def main() -> int:

@@ -33,20 +33,21 @@ class Strategy:
     # (None: the study's own, which follows first_rung_seeds)
     scheduler: SchedulerOf = scheduler_of
     seed_count: SeedCount | None = None
+    multivariate: bool = False  # an experiment: TPE over joint densities (search.simulation.study.searcher_for)
 
     @property
     def group(self) -> str:
         """The strategy without its budget: what one curve of the benchmark's plot shows."""
         grace = f" grace={self.grace_period}" if self.grace_period is not None and self.family != "grid" else ""
         reduction = f" rf={self.reduction_factor}" if self.reduction_factor is not None else ""
-        return f"{self.family} K={self.seeds}{grace}{reduction}{self.fidelity}"
+        return f"{self.family}{' mv' if self.multivariate else ''} K={self.seeds}{grace}{reduction}{self.fidelity}"
 
     @property
     def name(self) -> str:
         budget = "" if self.trials is None else f" N={self.trials}"
         grace = "" if self.grace_period is None else f" grace={self.grace_period}"
         reduction = "" if self.reduction_factor is None else f" rf={self.reduction_factor}"
-        return f"{self.family} K={self.seeds}{budget}{grace}{reduction}{self.fidelity}"
+        return f"{self.group.split(' K=')[0]} K={self.seeds}{budget}{grace}{reduction}{self.fidelity}"
 
     @property
     def fidelity(self) -> str:
@@ -69,8 +70,10 @@ class Strategy:
         )
 
 
-def budgets(family: str, search: str, seeds: int, trials: tuple[int, ...], grace: int | None = None) -> list[Strategy]:
-    return [Strategy(family, search, seeds, n, grace) for n in trials]
+def budgets(
+    family: str, search: str, seeds: int, trials: tuple[int, ...], grace: int | None = None, **kw
+) -> list[Strategy]:
+    return [Strategy(family, search, seeds, n, grace, **kw) for n in trials]
 
 
 # the thesis's hand grid: 43 configs, one seed, every epoch (grace period = epochs: ASHA stops nothing)
@@ -88,6 +91,8 @@ FAMILIES: dict[str, list[Strategy]] = {
     "grid-asha": [Strategy("grid-asha", "grid", 1)],
     "grid-asha-rf4": [Strategy("grid-asha", "grid", 1, reduction_factor=4)],
     "grid-asha-rf8": [Strategy("grid-asha", "grid", 1, reduction_factor=8)],
+    "tpe-mv-k1": budgets("tpe-asha", "tpe", 1, (16, 24, 40, 64, 100), multivariate=True),
+    "tpe-mv-k3": budgets("tpe-asha", "tpe", 3, (6, 9, 14, 22, 34, 50), multivariate=True),
     "grid-asha-k2": [Strategy("grid-asha", "grid", 2)],
     "grid-asha-k3": [Strategy("grid-asha", "grid", 3)],
     # seeds as a fidelity: 1 seed to the first rung, 2 to the second, all 3 past it (the baseline all 3);

@@ -38,19 +38,24 @@ class SimulatedStudy:
         return sum(t.epoch for t in self.trials)
 
 
-def searcher_for(cfg: SearchConfig, prep: Prepared, mode: str, points: list[dict[str, Any]]):
+def searcher_for(
+    cfg: SearchConfig, prep: Prepared, mode: str, points: list[dict[str, Any]], multivariate: bool = False
+):
     """``search.study.tuner.searcher_of``'s searcher (same class, sampler, seed, points, metric and
     mode), in an in-memory Optuna storage: ``searcher_of`` opens ``cfg.optuna_storage`` as an RDB,
-    whose commits would cost more than the rest of a simulated trial."""
+    whose commits would cost more than the rest of a simulated trial. ``multivariate``: an experiment
+    ``searcher_of`` does not offer, TPE over the joint density of each group of parameters sampled
+    together (``group``: the space is conditional), which can model an auxiliary set x schema cell."""
     import optuna
 
     from search.study.searcher import CanonicalOptunaSearch
 
-    sampler = (
-        optuna.samplers.RandomSampler(seed=cfg.search_seed)
-        if cfg.search == "random"
-        else optuna.samplers.TPESampler(seed=cfg.search_seed)
-    )
+    if cfg.search == "random":
+        sampler: optuna.samplers.BaseSampler = optuna.samplers.RandomSampler(seed=cfg.search_seed)
+    elif multivariate:
+        sampler = optuna.samplers.TPESampler(seed=cfg.search_seed, multivariate=True, group=True)
+    else:
+        sampler = optuna.samplers.TPESampler(seed=cfg.search_seed)
     return CanonicalOptunaSearch(
         prep.study,
         prep.base,
@@ -85,19 +90,20 @@ def simulate(
     truth: Truth,
     scheduler: SchedulerOf = scheduler_of,
     seed_count: SeedCount | None = None,
+    multivariate: bool = False,
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
     scheduler from the study (another scheduler class plugs in here); ``seed_count``: how many of a
     trial's seeds report each epoch (:mod:`search.simulation.backend`); None: the study's own (every
-    seed, or its seed schedule with ``--first-rung-seeds``)."""
+    seed, or its seed schedule with ``--first-rung-seeds``); ``multivariate``: see :func:`searcher_for`."""
     prep = prepare_simulated(cfg)
     mode = cfg.mode or prep.study.mode
     points = first_points(cfg, prep)
     trials = len(points) if cfg.search == "grid" else (cfg.trials or prep.preset.trials)
     asha = scheduler(cfg, prep)
     asha.set_search_properties(prep.objective, mode)  # as tune.run does
-    searcher = searcher_for(cfg, prep, mode, points)
+    searcher = searcher_for(cfg, prep, mode, points, multivariate)
     backend = Backend(
         searcher,
         asha,
