@@ -256,7 +256,9 @@ def suggest_curve(n: int, folder: Path, seed: int = 0) -> list[float]:
 
 
 def plot(lines: list[dict[str, Any]], out: Path) -> None:
-    """Suggest time against trials so far, per run; utilisation and CPU per result against slots."""
+    """Suggest time against trials so far, per run; utilisation and CPU per result against slots, one
+    line per (code version, trials, epoch seconds): ``code`` is what a line says it measured
+    ("before"/"after" a change; absent: the current code)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -264,15 +266,22 @@ def plot(lines: list[dict[str, Any]], out: Path) -> None:
 
     fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.2))
     for r in lines:
-        label = f"{r['trials']} trials, {r['slots']} slots, {r['tracking']}"
+        label = f"{r.get('code', '')} {r['trials']} trials, {r['slots']} slots, {r['tracking']}".strip()
         a.plot(range(len(r["suggest_s"])), [1000 * s for s in r["suggest_s"]], ".", ms=2, label=label)
     a.set(xlabel="suggestions so far", ylabel="suggest ms", title="Optuna suggest (TPE, SQLite)")
     a.legend(fontsize=7)
-    for trials in sorted({r["trials"] for r in lines}):
-        runs = sorted((r for r in lines if r["trials"] == trials), key=lambda r: r["slots"])
-        b.plot([r["slots"] for r in runs], [r["utilisation"] for r in runs], "o-", label=f"{trials} trials")
-        cpu = [r["driver_cpu_ms_per_result"] for r in runs]
-        c.plot([r["slots"] for r in runs], cpu, "o-", label=f"{trials} trials")
+    groups = sorted({(r.get("code", ""), r["trials"], r.get("epoch_seconds", 0)) for r in lines}, key=str)
+    for code, trials, epoch in groups:
+        runs = [
+            r for r in lines if (r.get("code", ""), r["trials"], r.get("epoch_seconds", 0)) == (code, trials, epoch)
+        ]
+        runs.sort(key=lambda r: r["slots"])
+        label = f"{code} {trials} trials, {epoch:g} s epochs".strip()
+        slots = [r["slots"] for r in runs]
+        b.plot(slots, [r["utilisation"] for r in runs], "o", label=label)
+        c.plot(slots, [r["driver_cpu_ms_per_result"] for r in runs], "o", label=label)
+    steady = [r for r in lines if r.get("steady_utilisation") is not None]
+    b.plot([r["slots"] for r in steady], [r["steady_utilisation"] for r in steady], "k^", ms=5, label="steady")
     b.axhline(0.9, ls="--", c="grey")
     b.set(xlabel="slots", ylabel="slot utilisation", title="share of slot time in trial work", ylim=(0, 1.05))
     c.set(xlabel="slots", ylabel="driver CPU ms per result", title="driver CPU per reported result")

@@ -112,3 +112,37 @@ def test_a_simulated_study_with_seeds_as_a_fidelity(tmp_path):
     assert "(1 seed)" in r.stdout and "(3 seeds)" in r.stdout  # the progress lines say it
     finals = [x for x in runs if x.data.tags.get("kind") == "final"]
     assert finals and all("semeval/test/acc_4way/seed8" in f.data.metrics for f in finals)  # 5 fresh seeds, all
+
+
+@pytest.mark.slow
+def test_a_30_trial_study_at_8_slots_recovers_the_truth(tmp_path):
+    """What the real stack reports for 30 trials at 8 slots is the truth file's model: every trial's
+    first epoch (reported by all, before ASHA selects any) is its true score less the learning
+    curve's deficit, off by seed luck and evaluation noise of the truth's spread; the second epoch of
+    the promoted ones gains the curve's gap."""
+    import json
+    import math
+
+    import numpy as np
+
+    from trainables.config import TrainConfig
+    from trainables.simulated import load_truth
+
+    args = ["--simulate", "three_better", "--trials", "30", "--max-concurrent", "8", "--epochs", "2"]
+    run = [sys.executable, "-m", "search.run", "absa", *args, "--no-finalize", "--no-report", *study_stores(tmp_path)]
+    r = subprocess.run(run, cwd=tmp_path, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+
+    truth, key = load_truth(resolve_truth("three_better")), "semeval/dev/acc_4way/mean"
+    first, gains = [], []
+    for results in (tmp_path / "ray").glob("absa-*/trial_*/result.json"):
+        lines = [json.loads(line) for line in results.read_text().splitlines()]
+        config = TrainConfig.from_dict({**lines[0]["config"], **lines[0]["config"].get("trial", {})}["train"])
+        first.append(lines[0][key] - (truth.true_score(config, "acc_4way") - truth.deficit(config, 1)))
+        if len(lines) > 1:
+            gains.append(lines[1][key] - lines[0][key])
+    assert len(first) == 30 and gains
+    sd = math.sqrt((truth.noise.seed_sd**2 + truth.noise.eval_sd**2) / 3)  # a 3-seed mean's spread
+    assert abs(np.mean(first)) < 3 * sd / math.sqrt(30)
+    assert 0.6 * sd < np.std(first, ddof=1) < 1.5 * sd and max(map(abs, first)) < 4 * sd
+    assert abs(np.mean(gains) - truth.learning.gap) < 0.01  # luck is shared by the epochs: only noise differs
