@@ -13,7 +13,7 @@ from search.simulation.backend import Backend, Event, SeedCount, all_seeds
 from search.simulation.trial import SimTrial
 from search.study.config import SearchConfig
 from search.study.prepare import Prepared, prepare_simulated
-from search.study.tuner import first_points, rungs_of, scheduler_of
+from search.study.tuner import first_points, rungs_of, sampler_of, scheduler_of, searcher_of
 from trainables.fidelity import FIDELITY, SeedSchedule
 from trainables.simulated.truth import Truth
 
@@ -41,32 +41,13 @@ class SimulatedStudy:
 def searcher_for(
     cfg: SearchConfig, prep: Prepared, mode: str, points: list[dict[str, Any]], multivariate: bool = False
 ):
-    """``search.study.tuner.searcher_of``'s searcher (same class, sampler, seed, points, metric and
-    mode), in an in-memory Optuna storage: ``searcher_of`` opens ``cfg.optuna_storage`` as an RDB,
-    whose commits would cost more than the rest of a simulated trial. ``multivariate``: an experiment
-    ``searcher_of`` does not offer, TPE over the joint density of each group of parameters sampled
-    together (``group``: the space is conditional), which can model an auxiliary set x schema cell."""
+    """``search.study.tuner.searcher_of``'s searcher in an in-memory Optuna storage: an RDB's commits
+    would cost more than the rest of a simulated trial. ``multivariate``: see ``sampler_of``."""
     import optuna
 
-    from search.study.searcher import CanonicalOptunaSearch
-
-    if cfg.search == "random":
-        sampler: optuna.samplers.BaseSampler = optuna.samplers.RandomSampler(seed=cfg.search_seed)
-    elif multivariate:
-        sampler = optuna.samplers.TPESampler(seed=cfg.search_seed, multivariate=True, group=True)
-    else:
-        sampler = optuna.samplers.TPESampler(seed=cfg.search_seed)
-    return CanonicalOptunaSearch(
-        prep.study,
-        prep.base,
-        prep.base.epochs,
-        metric=prep.objective,
-        mode=mode,
-        points_to_evaluate=points,
-        sampler=sampler,
-        study_name=f"simulated-{cfg.search}-{cfg.search_seed}",
-        storage=optuna.storages.InMemoryStorage(),
-    )
+    name = f"simulated-{cfg.search}-{cfg.search_seed}"
+    storage = optuna.storages.InMemoryStorage()
+    return searcher_of(cfg, prep, name, mode, points, storage=storage, sampler=sampler_of(cfg, multivariate))
 
 
 SchedulerOf = Callable[[SearchConfig, Prepared], TrialScheduler]  # what search.study.tuner.scheduler_of is

@@ -199,17 +199,35 @@ def first_points(cfg: SearchConfig, prep: Prepared) -> list[dict[str, Any]]:
     return thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
 
 
-def searcher_of(cfg: SearchConfig, prep: Prepared, name: str, mode: str, points: list[dict[str, Any]]):
-    """Optuna (TPE or random, seeded) behind the canonical-config searcher, in the study's Optuna storage."""
+def sampler_of(cfg: SearchConfig, multivariate: bool = False):
+    """The study's Optuna sampler, seeded: random (``--search random``) or TPE. ``multivariate``: TPE
+    over the joint density of each group of parameters sampled together (``group``: the space is
+    conditional); measured in the simulator only (benchmarks/README.md, search_quality), not offered
+    by ``search.run``."""
+    import optuna
+
+    if cfg.search == "random":
+        return optuna.samplers.RandomSampler(seed=cfg.search_seed)
+    if multivariate:
+        return optuna.samplers.TPESampler(seed=cfg.search_seed, multivariate=True, group=True)
+    return optuna.samplers.TPESampler(seed=cfg.search_seed)
+
+
+def searcher_of(
+    cfg: SearchConfig,
+    prep: Prepared,
+    name: str,
+    mode: str,
+    points: list[dict[str, Any]],
+    storage: Any = None,
+    sampler: Any = None,
+):
+    """Optuna behind the canonical-config searcher, in the study's Optuna storage (``storage``: another
+    Optuna storage, e.g. the simulator's in-memory one; ``sampler``: another than :func:`sampler_of`'s)."""
     import optuna
 
     from search.study.searcher import CanonicalOptunaSearch
 
-    sampler = (
-        optuna.samplers.RandomSampler(seed=cfg.search_seed)
-        if cfg.search == "random"
-        else optuna.samplers.TPESampler(seed=cfg.search_seed)
-    )
     return CanonicalOptunaSearch(
         prep.study,
         prep.base,
@@ -217,9 +235,9 @@ def searcher_of(cfg: SearchConfig, prep: Prepared, name: str, mode: str, points:
         metric=prep.objective,
         mode=mode,
         points_to_evaluate=points,
-        sampler=sampler,
+        sampler=sampler or sampler_of(cfg),
         study_name=name,
-        storage=optuna.storages.RDBStorage(cfg.optuna_storage),
+        storage=storage or optuna.storages.RDBStorage(cfg.optuna_storage),
     )
 
 
