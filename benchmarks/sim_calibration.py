@@ -60,6 +60,9 @@ def main() -> int:
     p.add_argument("--trials", type=int, default=30)
     p.add_argument("--slots", type=int, default=16)
     p.add_argument("--truth", default="null")
+    p.add_argument(
+        "--first-study", type=int, default=0, help="truth and Optuna seed of the first study: a later run goes on"
+    )
     p.add_argument("--out", type=Path, default=HERE / "sim_calibration.json")
     args = p.parse_args()
     from search.answer.calibration import Simulation, better_rate
@@ -71,7 +74,7 @@ def main() -> int:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="sim-cal-") as tmp:
         while time.monotonic() - started < 60 * args.minutes:
-            verdicts.append(one_study(Path(tmp), args.truth, len(verdicts), args))
+            verdicts.append(one_study(Path(tmp), args.truth, args.first_study + len(verdicts), args))
             print(f"study {len(verdicts)}: {verdicts[-1]}", flush=True)
     n, hits = len(verdicts), sum(v == BETTER for v in verdicts)
     rate = hits / n
@@ -80,6 +83,7 @@ def main() -> int:
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "studies": n,
+        "first_study": args.first_study,
         "minutes": round((time.monotonic() - started) / 60, 1),
         "better": hits,
         "end_to_end_rate": rate,
