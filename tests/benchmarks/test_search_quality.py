@@ -10,17 +10,15 @@ FIELDS = {"strategy", "family", "study", "trials", "seed_epochs", "trial_epochs"
 FIELDS |= {"true_best", "regret", "within_0.5pp", "within_1pp", "curve"}
 
 
+def search_quality(*args: str, timeout: int) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "benchmarks.search_quality", *args]
+    return subprocess.run(command, cwd=ROOT, env=study_env(), capture_output=True, text=True, timeout=timeout)
+
+
 def test_a_tiny_run_writes_a_line_per_study_the_table_and_the_plot(tmp_path):
     out, png = tmp_path / "q.jsonl", tmp_path / "q.png"
     args = ["--studies", "2", "--strategies", "grid", "--out", str(out), "--plot", str(png)]
-    r = subprocess.run(
-        [sys.executable, "-m", "benchmarks.search_quality", *args],
-        cwd=ROOT,
-        env=study_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    r = search_quality(*args, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert len(lines) == 2 and all(FIELDS <= set(line) for line in lines)
@@ -37,13 +35,6 @@ def test_bad_input_is_one_line():
         (["--studies", "0"], "error: --studies 0: expected >= 1"),
         (["--strategies", "grid,nope"], "error: --strategies 'nope': expected"),
     ):
-        r = subprocess.run(
-            [sys.executable, "-m", "benchmarks.search_quality", *args],
-            cwd=ROOT,
-            env=study_env(),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        r = search_quality(*args, timeout=120)
         assert r.returncode == 2 and r.stderr.strip().startswith(expected), r.stderr
         assert len(r.stderr.strip().splitlines()) == 1

@@ -2,44 +2,61 @@
 report) over simulated trials, with torch unimportable and no data; the truth recorded for finalize
 and --resume; a bad truth refused before Ray."""
 
+import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
 import mlflow
+import numpy as np
 import pytest
 from conftest import study_env, study_stores
 
 from search.study.config import SearchConfig
+from search.study.scheduler import flat
 from search.tracking.records import Invocation
-from trainables.simulated import resolve_truth
+from trainables.config import TrainConfig
+from trainables.simulated import load_truth, resolve_truth
 
 
 def no_torch(tmp: Path) -> dict:
     """A study's environment where ``import torch`` fails in every process (driver and Ray workers), and
     the data root is empty."""
     fake = tmp / "no-torch" / "torch"
-    fake.mkdir(parents=True)
+    fake.mkdir(parents=True, exist_ok=True)
     (fake / "__init__.py").write_text('raise ImportError("a simulated study imported torch")\n')
-    (tmp / "no-data").mkdir()
+    (tmp / "no-data").mkdir(exist_ok=True)
     env = study_env()
     return {**env, "PYTHONPATH": f"{fake.parent}:{env['PYTHONPATH']}", "MTL_DATA_DIR": str(tmp / "no-data")}
 
 
+def simulated_study(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    """``search.run absa *args`` with torch unimportable and no data, its stores in ``tmp``; it succeeded."""
+    run = [sys.executable, "-m", "search.run", "absa", *args, *study_stores(tmp)]
+    r = subprocess.run(run, cwd=tmp, env=no_torch(tmp), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return r
+
+
+def study_runs(tmp: Path) -> tuple[mlflow.MlflowClient, dict[str, list]]:
+    """The study's MLflow client and its runs by kind (``study``, ``trial``, ``final``)."""
+    client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
+    runs = client.search_runs([client.get_experiment_by_name("absa").experiment_id])
+    kinds: dict[str, list] = {}
+    for run in runs:
+        kinds.setdefault(run.data.tags.get("kind", ""), []).append(run)
+    return client, kinds
+
+
 @pytest.mark.slow
 def test_a_simulated_study_runs_search_finalize_and_report_without_torch_or_data(tmp_path):
-    env = no_torch(tmp_path)
     # every trial completes (grace period = epochs), so both sides of the final comparison exist
     args = ["--simulate", "null", "--trials", "6", "--max-concurrent", "4", "--epochs", "2", "--grace-period", "2"]
-    run = [sys.executable, "-m", "search.run", "absa", *args, *study_stores(tmp_path)]
-    r = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    simulated_study(tmp_path, *args)
 
-    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name("absa").experiment_id])
-    (parent,) = [x for x in runs if x.data.tags.get("kind") == "study"]
-    trials = [x for x in runs if x.data.tags.get("kind") == "trial"]
-    finals = [x for x in runs if x.data.tags.get("kind") == "final"]
+    client, runs = study_runs(tmp_path)
+    (parent,), trials, finals = runs["study"], runs["trial"], runs["final"]
     assert parent.data.params["simulate"] == resolve_truth("null") and parent.data.params["preset"] == "full"
     assert len(trials) == 6 and all(t.data.tags["device"] == "simulated" for t in trials)
     assert {"objective", "semeval/dev/acc_4way/seed3", "sampling/p/semeval/mean"} <= set(trials[0].data.metrics)
@@ -51,9 +68,9 @@ def test_a_simulated_study_runs_search_finalize_and_report_without_torch_or_data
 
     # finalize again, by itself: it reads the truth from the study's run and reuses the final runs
     again = [sys.executable, "-m", "search.finalize", "absa", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
-    r = subprocess.run(again, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    r = subprocess.run(again, cwd=tmp_path, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert len([x for x in client.search_runs([parent.info.experiment_id]) if x.data.tags.get("kind") == "final"]) == 2
+    assert len(study_runs(tmp_path)[1]["final"]) == 2
 
 
 def test_a_bad_truth_stops_before_ray_in_one_line(tmp_path):
@@ -87,16 +104,11 @@ def test_a_simulated_study_with_seeds_as_a_fidelity(tmp_path):
     """``--first-rung-seeds 1``: trials reach the first rung on seed 1 alone, the baseline trains all
     three (its rung value paired on seed 1), promoted trials end on all three, finalize trains every
     fresh seed, and the parent run records the option."""
-    env = no_torch(tmp_path)
     args = ["--simulate", "three_better", "--trials", "8", "--max-concurrent", "4", "--epochs", "2"]
-    run = [sys.executable, "-m", "search.run", "absa", *args, "--first-rung-seeds", "1", *study_stores(tmp_path)]
-    r = subprocess.run(run, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    r = simulated_study(tmp_path, *args, "--first-rung-seeds", "1")
 
-    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    runs = client.search_runs([client.get_experiment_by_name("absa").experiment_id])
-    (parent,) = [x for x in runs if x.data.tags.get("kind") == "study"]
-    trials = [x for x in runs if x.data.tags.get("kind") == "trial"]
+    client, runs = study_runs(tmp_path)
+    (parent,), trials = runs["study"], runs["trial"]
     assert parent.data.params["first_rung_seeds"] == "1"
     counts = {t.info.run_name: client.get_metric_history(t.info.run_id, "seeds/trained") for t in trials}
     (baseline,) = [t for t in trials if t.data.tags["baseline"] == "true"]
@@ -110,7 +122,7 @@ def test_a_simulated_study_with_seeds_as_a_fidelity(tmp_path):
         assert ("semeval/dev/acc_4way/seed2" in t.data.metrics) == (t.data.tags["status"] == "completed")
     assert any(t.data.tags["status"] == "pruned" for t in trials)
     assert "(1 seed)" in r.stdout and "(3 seeds)" in r.stdout  # the progress lines say it
-    finals = [x for x in runs if x.data.tags.get("kind") == "final"]
+    finals = runs.get("final", [])
     assert finals and all("semeval/test/acc_4way/seed8" in f.data.metrics for f in finals)  # 5 fresh seeds, all
 
 
@@ -120,24 +132,14 @@ def test_a_30_trial_study_at_8_slots_recovers_the_truth(tmp_path):
     first epoch (reported by all, before ASHA selects any) is its true score less the learning
     curve's deficit, off by seed luck and evaluation noise of the truth's spread; the second epoch of
     the promoted ones gains the curve's gap."""
-    import json
-    import math
-
-    import numpy as np
-
-    from trainables.config import TrainConfig
-    from trainables.simulated import load_truth
-
     args = ["--simulate", "three_better", "--trials", "30", "--max-concurrent", "8", "--epochs", "2"]
-    run = [sys.executable, "-m", "search.run", "absa", *args, "--no-finalize", "--no-report", *study_stores(tmp_path)]
-    r = subprocess.run(run, cwd=tmp_path, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    simulated_study(tmp_path, *args, "--no-finalize", "--no-report")
 
     truth, key = load_truth(resolve_truth("three_better")), "semeval/dev/acc_4way/mean"
     first, gains = [], []
     for results in (tmp_path / "ray").glob("absa-*/trial_*/result.json"):
         lines = [json.loads(line) for line in results.read_text().splitlines()]
-        config = TrainConfig.from_dict({**lines[0]["config"], **lines[0]["config"].get("trial", {})}["train"])
+        config = TrainConfig.from_dict(flat(lines[0]["config"])["train"])
         first.append(lines[0][key] - (truth.true_score(config, "acc_4way") - truth.deficit(config, 1)))
         if len(lines) > 1:
             gains.append(lines[1][key] - lines[0][key])

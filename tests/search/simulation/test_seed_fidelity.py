@@ -1,17 +1,11 @@
 """Seeds as a fidelity in the simulator backend: the same trials, seed counts and decisions as a Ray
 study with ``--first-rung-seeds``, and the compute each trial spent (catch-up included)."""
 
-import subprocess
-import sys
-
-import mlflow
 import pytest
-from conftest import study_env, study_stores
+from ray_study import backend_trials, ray_trials
 
 from search.simulation import simulate
-from search.simulation.selection import trial_row
 from search.study.config import SearchConfig
-from search.tracking import runs
 from trainables.simulated import load_truth, resolve_truth
 
 # 8 trials of 2 epochs at 3 seeds, 1 on the first rung (grace 1, reduction 2); one slot: Tune's order
@@ -37,26 +31,9 @@ def test_the_backend_follows_the_seed_schedule_and_charges_the_catch_up():
 
 @pytest.mark.slow
 def test_the_backend_makes_the_ray_studys_trials_and_decisions_with_a_seed_schedule(tmp_path):
-    run = [sys.executable, "-m", "search.run", "absa", "--simulate", "three_better", *FLAGS, "--no-finalize"]
-    r = subprocess.run(
-        [*run, "--no-report", *study_stores(tmp_path)],
-        cwd=tmp_path,
-        env=study_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    client = mlflow.MlflowClient(f"sqlite:///{tmp_path}/mlflow.db")
-    experiment = client.get_experiment_by_name("absa")
-    (parent,) = [x for x in client.search_runs([experiment.experiment_id]) if x.data.tags.get("kind") == "study"]
-    table = runs.trial_table(client, experiment.experiment_id, parent).sort_values("trial")
-    ray_trials = [(r.label, r.canonical_key, r.status, r.epochs, r.objective) for r in table.itertuples()]
-
-    study = simulated()
-    rows = [trial_row(t, study.prep.objective, 2) for t in study.trials]
-    ours = [(r["label"], t.config["key"], r["status"], t.epoch, r["objective"]) for r, t in zip(rows, study.trials)]
-    assert ours == ray_trials
+    ray = ray_trials(tmp_path, *FLAGS)
+    ours = backend_trials(simulated())
+    assert ours == ray
     assert {"completed", "pruned"} <= {r[2] for r in ours}
 
 
