@@ -1,9 +1,8 @@
 """The result dict one simulated trial epoch reports, as Tune hands it to the scheduler and searcher.
 
-The metrics are exactly :func:`trainables.simulated.tune.simulated_trainable`'s (the truth's per-seed
-metrics, :func:`trainables.results.aggregate` over the seeds, ``epoch``, the placement keys); Tune
-then adds ``training_iteration`` (the number of results so far), ``trial_id`` and ``done``. That
-trainable's loop body is not a function of its own, so its three lines are repeated here.
+The metrics are :func:`trainables.simulated.tune.simulated_trainable`'s (``Truth.trial_metrics``,
+``epoch``, the placement keys); Tune then adds ``training_iteration`` (the number of results so
+far), ``trial_id`` and ``done``.
 """
 
 from __future__ import annotations
@@ -11,8 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainables.config import TrainConfig
-from trainables.results import aggregate, seed_values_kept
-from trainables.simulated.truth import Truth, task_name
+from trainables.simulated.truth import Truth
 
 PLACEMENT = {  # where a simulated trial "ran", under the real trainable's keys
     "node_id": "simulated",
@@ -30,9 +28,7 @@ def epoch_result(
     truth: Truth, config: TrainConfig, key: str, seeds: list[int], epoch: int, objective: str, trial_id: str
 ) -> dict[str, Any]:
     """What Tune's scheduler and searcher receive after epoch ``epoch`` (1-based) of ``seeds``."""
-    primary = task_name(config.primary)
-    per_seed = [truth.epoch_metrics(config, key, s, epoch) for s in seeds]
-    metrics: dict[str, Any] = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
+    metrics: dict[str, Any] = truth.trial_metrics(config, key, seeds, epoch, objective)
     metrics.update(epoch=epoch, **PLACEMENT)
     metrics.update(training_iteration=epoch, trial_id=trial_id, done=False)  # one report per epoch, no restore
     return metrics

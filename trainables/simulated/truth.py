@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from trainables.config import ConfigError, TrainConfig
+from trainables.results import aggregate, seed_values_kept
 from trainables.sampling import make_sampler
 from trainables.tasks import declared_name
 
@@ -183,6 +184,15 @@ class Truth:
                 for split in splits:
                     out[f"{name}/{split}/{metric}"] = self.score(config, key, seed, epoch, split, name, metric, base)
         return out
+
+    def trial_metrics(
+        self, config: TrainConfig, key: str, seeds: Sequence[int], epoch: int, objective: str
+    ) -> dict[str, float]:
+        """A trial's report of ``epoch`` over ``seeds``, as ``trainables.tune`` aggregates it: every
+        metric's seed mean and std, per-seed values of the primary's scores and of ``objective``."""
+        primary = task_name(config.primary)
+        per_seed = [self.epoch_metrics(config, key, s, epoch) for s in seeds]
+        return aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
 
     def score(
         self, config: TrainConfig, key: str, seed: int, epoch: int, split: str, task: str, metric: str, base: float

@@ -23,8 +23,7 @@ from ray import tune
 
 from trainables.config import TrainConfig
 from trainables.fidelity import FIDELITY, SEED_COUNT, SeedSchedule
-from trainables.results import aggregate, seed_values_kept
-from trainables.simulated.truth import Truth, load_truth, task_name
+from trainables.simulated.truth import Truth, load_truth
 
 STATE = "state.json"
 
@@ -43,23 +42,18 @@ def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | N
     base = TrainConfig.from_dict(config["train"])
     key = str(config.get("key", ""))
     objective = metric or config.get("metric", "objective")
-    primary = task_name(base.primary)
     schedule = SeedSchedule.of_trial(config, len(seeds))
     state = restored_state()
     where = placement(state["epoch"])
     # seeds trained so far; a checkpoint from before seed schedules holds every seed
     trained = state.get("seeds", len(seeds) if state["epoch"] else 0)
 
-    def keep(k: str) -> bool:
-        return seed_values_kept(k, primary, objective)
-
     for epoch in range(state["epoch"] + 1, base.epochs + 1):
         n = max(trained, schedule.at(epoch))
         # promoted: the added seeds catch up on the epochs they missed, unreported
         time.sleep(model.sleep_s(n) + model.sleep_s(n - trained) * (epoch - 1))
         trained = n
-        per_seed = [model.epoch_metrics(base, key, s, epoch) for s in seeds[:trained]]
-        metrics: dict[str, Any] = aggregate(per_seed, seeds[:trained], keep)
+        metrics: dict[str, Any] = model.trial_metrics(base, key, seeds[:trained], epoch, objective)
         metrics.update(epoch=epoch, **where)
         if config.get(FIDELITY):
             metrics[SEED_COUNT] = trained
