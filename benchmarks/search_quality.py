@@ -31,9 +31,9 @@ import numpy as np
 
 if TYPE_CHECKING:
     from search.simulation.strategies import Strategy
-    from trainables.simulated.truth import Truth
+    from search.simulation.truth.model import Truth
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "results"  # what the benchmarks write (benchmarks/README.md links them)
 EPSILONS = (0.005, 0.01)  # 0.5 pp and 1 pp (the truths' seed sd is 1 pp)
 
 
@@ -43,9 +43,9 @@ def machine() -> str:
 
 def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: int, best: float) -> dict[str, Any]:
     """One study of ``strategy`` on truth seed ``i``: its JSON line."""
-    from search.simulation import simulate
     from search.simulation.scoring import regret, within
     from search.simulation.selection import selections
+    from search.simulation.study import simulate
 
     started = time.perf_counter()
     cfg = strategy.config(truth_path, i, slots)
@@ -191,9 +191,9 @@ def setting(truth_name: str, slots: int):
     from search.answer.contenders import objective_metric_of
     from search.simulation.optimum import true_best
     from search.simulation.strategies import GRID
+    from search.simulation.truth import load_truth, resolve_truth
     from search.study.prepare import prepare_simulated
     from spaces import thesis_grid
-    from trainables.simulated import load_truth, resolve_truth
 
     path = resolve_truth(truth_name)
     truth, prep = load_truth(path), prepare_simulated(GRID[0].config(path, 0, slots))

@@ -5,7 +5,7 @@ seed, so each has its own seed luck and noise, and its own Optuna seed) followed
 fresh seeds, through Ray Tune, Optuna and MLflow, as many as ``--minutes`` allow, all in one process
 and one Ray session. Both rates have the same shape (``--trials`` trials, 3 search seeds, 5 final seeds,
 every trial completed: grace period = epochs), so they stand side by side: the end-to-end one here,
-the pure-function one (``search.answer.calibration``) computed beside it.
+the pure-function one (``search.simulation.calibration``) computed beside it.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "results"  # what the benchmarks write (benchmarks/README.md links them)
 
 
 def truth_copy(folder: Path, truth: str, seed: int) -> Path:
     """The truth file with its ``seed`` (its luck and noise draws) set to ``seed``."""
-    from trainables.simulated import resolve_truth
+    from search.simulation.truth import resolve_truth
 
     lines = Path(resolve_truth(truth)).read_text().splitlines()
     text = "\n".join(f"seed = {seed}" if line.startswith("seed =") else line for line in lines)
@@ -65,8 +65,8 @@ def main() -> int:
     )
     p.add_argument("--out", type=Path, default=HERE / "sim_calibration.json")
     args = p.parse_args()
-    from search.answer.calibration import Simulation, better_rate
     from search.answer.stats import BETTER
+    from search.simulation.calibration import Simulation, better_rate
     from trainables.cli import setup_logging
 
     setup_logging(False)

@@ -14,8 +14,8 @@ are measured, with each trial epoch sleeping ``--epoch-seconds`` of real time. P
 - Tune's experiment-state saves (count, seconds).
 
 Example: ``python -m benchmarks.sim_cost --trials 100 --slots 8 --epoch-seconds 2``; each run
-appends one JSON line to ``--out`` (default ``benchmarks/sim_cost.jsonl``). ``--plot`` draws the
-recorded runs (``benchmarks/sim_cost.png``).
+appends one JSON line to ``--out`` (default ``benchmarks/results/sim_cost.jsonl``). ``--plot`` draws the
+recorded runs (``benchmarks/results/sim_cost.png``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent / "results"  # what the benchmarks write (benchmarks/README.md links them)
 SEEDS = 3  # the full preset's: a trial epoch is three seed-epochs
 
 
@@ -62,7 +62,7 @@ def truth_file(folder: Path, truth: str, epoch_seconds: float) -> Path:
     """The truth with ``[time]`` set so that a trial epoch (three seeds) sleeps ``epoch_seconds``."""
     import tomllib
 
-    from trainables.simulated import resolve_truth
+    from search.simulation.truth import resolve_truth
 
     raw = Path(resolve_truth(truth)).read_text()
     per_seed = tomllib.loads(raw).get("time", {}).get("seconds_per_epoch", 60.0)

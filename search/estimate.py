@@ -37,7 +37,7 @@ logger = logging.getLogger("search.estimate")
 
 
 EVAL_SPEEDUP = 3.0  # a forward pass costs about a third of forward + backward
-# Cost per micro-batch relative to the plain loop: benchmarks/last_run_strategies.json (2026-11-25, MiniLM,
+# Cost per micro-batch relative to the plain loop: benchmarks/results/last_run_strategies.json (2026-11-25, MiniLM,
 # 2-core CPU; benchmarks/README.md). Unfreezing is not counted: its saving shrinks as layers thaw.
 MEASURED_STRATEGY_COST: dict[str, float] = {
     "accum2-pcgrad": 1.146,

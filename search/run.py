@@ -13,12 +13,12 @@ import logging
 import os
 
 from search.infra.quiet import quiet_console
+from search.simulation.truth import builtin_truths, resolve_truth
 from search.study.config import SEARCHES, SearchConfig
 from spaces import builtin_studies, get_study
 from spaces.study_file import listing
 from trainables.cli import ArgumentParser, fail, run_main, setup_logging
 from trainables.config import PRECISIONS, ConfigError
-from trainables.simulated import builtin_truths, resolve_truth
 from trainables.tasks import DataError
 from trainables.tasks.base import PROTOCOLS
 

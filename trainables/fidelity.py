@@ -11,7 +11,7 @@ An added seed first catches up, training the epochs it missed without reporting,
 reported epoch is a mean over seeds at that same epoch. A trial that reached epoch ``e``
 has therefore trained ``e * at(e)`` seed-epochs.
 
-Pure: no Ray, no torch. The Tune wrappers (``trainables/tune.py``, ``trainables/simulated/tune.py``)
+Pure: no Ray, no torch. The Tune wrappers (``trainables/tune.py``, ``search/simulation/trainable.py``)
 follow it; ``search/study/scheduler.py`` pairs the baseline's rung values with it.
 """
 

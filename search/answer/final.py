@@ -101,7 +101,7 @@ def conclude(cfg: FinalizeConfig, client, parent_run_id: str, invocation: Invoca
 
 def simulated_majority(invocation: Invocation) -> dict[str, float]:
     """A simulated study's majority floor: its truth file's."""
-    from trainables.simulated import load_truth
+    from search.simulation.truth import load_truth
 
     return dict(load_truth(invocation.simulate).majority)
 

@@ -32,8 +32,8 @@ from ray.tune.search import ConcurrencyLimiter, Searcher
 
 from search.simulation.results import epoch_result
 from search.simulation.trial import PAUSED, PENDING, RUNNING, TERMINATED, Controller, SimTrial
+from search.simulation.truth.model import Truth
 from trainables.config import TrainConfig
-from trainables.simulated.truth import Truth
 
 SeedCount = Callable[[SimTrial, int], int]  # (trial, epoch) -> how many of its seeds report that epoch
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from search.simulation.truth.model import Truth
 from spaces import Range, Study, apply_choices, baseline_choices, canonical
 from trainables.config import TrainConfig
-from trainables.simulated.truth import Truth
 
 STEPS = 101  # grid points per dimension: 1/100 of the range apart (lr: 1/100 of its decades)
 

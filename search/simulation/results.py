@@ -1,6 +1,6 @@
 """The result dict one simulated trial epoch reports, as Tune hands it to the scheduler and searcher.
 
-The metrics are :func:`trainables.simulated.tune.simulated_trainable`'s (``Truth.trial_metrics``,
+The metrics are :func:`search.simulation.trainable.simulated_trainable`'s (``Truth.trial_metrics``,
 ``epoch``, the placement keys); Tune then adds ``training_iteration`` (the number of results so
 far), ``trial_id`` and ``done``.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from search.simulation.truth.model import Truth
 from trainables.config import TrainConfig
-from trainables.simulated.truth import Truth
 
 PLACEMENT = {  # where a simulated trial "ran", under the real trainable's keys
     "node_id": "simulated",

@@ -18,10 +18,10 @@ import pandas as pd
 from search.answer.contenders import choose, objective_metric_of
 from search.simulation.study import SimulatedStudy
 from search.simulation.trial import SimTrial
+from search.simulation.truth.model import Truth
 from search.tracking.outcome import COMPLETED, outcome_of
 from search.tracking.records import TrialParams
 from trainables.config import ConfigError, TrainConfig
-from trainables.simulated.truth import Truth
 
 
 def trial_row(trial: SimTrial, objective: str, max_epochs: int) -> dict[str, Any]:

@@ -11,11 +11,11 @@ from ray.tune.schedulers import TrialScheduler
 
 from search.simulation.backend import Backend, Event, SeedCount, all_seeds
 from search.simulation.trial import SimTrial
+from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
 from search.study.prepare import Prepared, prepare_simulated
 from search.study.tuner import first_points, rungs_of, sampler_of, scheduler_of, searcher_of
 from trainables.fidelity import FIDELITY, SeedSchedule
-from trainables.simulated.truth import Truth
 
 
 @dataclass(frozen=True)

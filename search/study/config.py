@@ -136,7 +136,7 @@ class SearchConfig:
 
     def truth(self):
         """The truth of a simulated study (``--simulate``), checked against the study's primary."""
-        from trainables.simulated import load_truth
+        from search.simulation.truth import load_truth
 
         truth = load_truth(self.simulate or "")
         primary = self.resolved_study().primary_name

@@ -74,7 +74,7 @@ def simulated(truth: str, metric: str, cpus: float, gpus: float):
     """The simulated trainable (``--simulate``): scores from the truth file, no torch, no data."""
     from ray import tune
 
-    from trainables.simulated.tune import simulated_trainable
+    from search.simulation.trainable import simulated_trainable
 
     return tune.with_resources(
         tune.with_parameters(simulated_trainable, truth=truth, metric=metric), {"cpu": cpus, "gpu": gpus}

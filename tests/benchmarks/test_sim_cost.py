@@ -5,7 +5,7 @@ import json
 
 from benchmarks.sim_calibration import truth_copy
 from benchmarks.sim_cost import plot, suggest_curve, truth_file
-from trainables.simulated import load_truth
+from search.simulation.truth import load_truth
 
 
 def test_a_trial_epoch_sleeps_the_asked_seconds(tmp_path):

@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 # and scores their pick with answer's choose
 ROOMS = {"simulation": 4, "answer": 3, "study": 2, "tracking": 1, "infra": 0}
 CLI = 5  # search.run, search.report, ...: the top
+# the simulated trial (its truth and its Tune trainable) stands where trainables/ does for a trained one: below
+# every room, importing none of them; the rest of simulation (backend, strategies, calibration) is the top room
+LEAVES = ("search.simulation.truth", "search.simulation.trainable")
 
 
 def module_of(path: Path) -> str:
@@ -41,6 +44,8 @@ def modules() -> dict[str, set[str]]:
 
 
 def level(module: str) -> int:
+    if module.startswith(LEAVES):
+        return -1
     parts = module.split(".")
     return ROOMS.get(parts[1], CLI) if len(parts) > 2 else CLI
 

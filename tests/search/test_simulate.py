@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 from conftest import study_env, study_stores
 
+from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
 from search.study.scheduler import flat
 from search.tracking.records import Invocation
 from trainables.config import TrainConfig
-from trainables.simulated import load_truth, resolve_truth
 
 
 def no_torch(tmp: Path) -> dict:

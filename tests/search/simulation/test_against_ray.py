@@ -5,9 +5,9 @@ import optuna
 import pytest
 from ray_study import backend_trials, ray_trials
 
-from search.simulation import simulate
+from search.simulation.study import simulate
+from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
-from trainables.simulated import load_truth, resolve_truth
 
 # 8 trials of 2 epochs at 1 seed: ASHA (grace 1, reduction 2) completes some and stops others at
 # epoch 1 (t05-t07 with search seed 0); one slot, so Tune's order is deterministic

@@ -3,12 +3,12 @@
 
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
-from search.simulation import Backend
+from search.simulation.backend import Backend
 from search.simulation.study import searcher_for
+from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
 from search.study.prepare import prepare_simulated
 from search.study.tuner import first_points
-from trainables.simulated import load_truth, resolve_truth
 
 
 def backend(scheduler, trials: int, slots: int, seeds: int, **kw) -> Backend:

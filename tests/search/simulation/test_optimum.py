@@ -3,9 +3,9 @@
 import pytest
 
 from search.simulation.optimum import true_best
+from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
 from search.study.prepare import prepare_simulated
-from trainables.simulated import load_truth, resolve_truth
 
 
 @pytest.mark.parametrize("name, score", [("three_better", 0.85 + 0.02), ("null", 0.85)])

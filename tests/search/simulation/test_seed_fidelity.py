@@ -4,9 +4,9 @@ study with ``--first-rung-seeds``, and the compute each trial spent (catch-up in
 import pytest
 from ray_study import backend_trials, ray_trials
 
-from search.simulation import simulate
+from search.simulation.study import simulate
+from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
-from trainables.simulated import load_truth, resolve_truth
 
 # 8 trials of 2 epochs at 3 seeds, 1 on the first rung (grace 1, reduction 2); one slot: Tune's order
 FLAGS = ["--trials", "8", "--seeds", "3", "--epochs", "2", "--max-concurrent", "1", "--first-rung-seeds", "1"]

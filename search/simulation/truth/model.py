@@ -15,17 +15,15 @@ and test, as a seed's initialisation and data order are; ``shared`` is the part 
 every config shares; ``noise`` is evaluation noise; ``deficit`` is the learning curve. Every draw
 is a hash of its coordinates, so a resumed or repeated trial reports exactly the same values.
 
-Pure functions of the config: no Ray, no torch, no data (``trainables.simulated.tune`` reports them).
+Pure functions of the config: no Ray, no torch, no data (``search.simulation.trainable`` reports them).
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,7 +36,6 @@ from trainables.tasks import declared_name
 STATIC_EXPONENTS = {"random": 0.0, "sqrt": 0.5, "prop": 1.0, "square": 2.0}  # p ∝ w**a, a fixed
 # the adaptive strategies (issue 19) a truth can give a gain, each where it acts in a canonical config
 STRATEGIES = ("bandit", "all_tasks", "uncertainty", "pcgrad", "unfreeze")
-BUILTIN = Path(__file__).with_name("truths")
 
 
 class TruthError(ConfigError):
@@ -237,33 +234,3 @@ def draw(sd: float, *coordinates: Any) -> float:
         return 0.0
     digest = hashlib.blake2b("\x1f".join(map(str, coordinates)).encode(), digest_size=8).digest()
     return sd * float(np.random.default_rng(int.from_bytes(digest, "little")).standard_normal())
-
-
-# -- files ----------------------------------------------------------------------------
-def builtin_truths() -> list[str]:
-    return sorted(p.stem for p in BUILTIN.glob("*.toml"))
-
-
-def resolve_truth(text: str) -> str:
-    """``--simulate`` names a truth file or a built-in truth: its absolute path."""
-    path = Path(text).expanduser()
-    if path.suffix == ".toml" and path.is_file():
-        return str(path.resolve())
-    if (BUILTIN / f"{text}.toml").is_file():
-        return str((BUILTIN / f"{text}.toml").resolve())
-    raise TruthError(
-        f"--simulate {text}: no such truth file; expected a .toml truth file or one of {', '.join(builtin_truths())}"
-    )
-
-
-def load_truth(path: str) -> Truth:
-    """Read and check a truth file; every mistake names the file, the key and what was expected."""
-    from trainables.simulated.reading import truth_of
-
-    try:
-        raw = tomllib.loads(Path(path).read_text())
-    except OSError as exc:
-        raise TruthError(f"{path}: cannot read the truth file ({exc.strerror})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise TruthError(f"{path}: not TOML ({exc})") from None
-    return truth_of(raw, str(path))

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from fake_tune import FakeTune
 
-import trainables.simulated.tune as sim
+import search.simulation.trainable as sim
+from search.simulation.truth import load_truth, resolve_truth
 from trainables.config import SamplingConfig, TrainConfig
 from trainables.results import aggregate
-from trainables.simulated import load_truth, resolve_truth
 
 SCHEDULE = {"first": 1, "rungs": [1, 3], "growth": 3}  # K = 3, ASHA grace 1, factor 3, 4 epochs
 OBJECTIVE = "semeval/dev/acc_4way/mean"

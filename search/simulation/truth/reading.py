@@ -1,4 +1,4 @@
-"""A truth file's TOML, checked key by key into a :class:`~trainables.simulated.truth.Truth`.
+"""A truth file's TOML, checked key by key into a :class:`~search.simulation.truth.model.Truth`.
 
 Layout (every table optional except ``[tasks.<primary>]``; README, "Simulated studies")::
 
@@ -20,11 +20,13 @@ Layout (every table optional except ``[tasks.<primary>]``; README, "Simulated st
 from __future__ import annotations
 
 import math
+import tomllib
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
+from search.simulation.truth.model import STRATEGIES, Bonus, Curve, Learning, Noise, Timing, Truth, TruthError
 from trainables.sampling import SAMPLERS
-from trainables.simulated.truth import STRATEGIES, Bonus, Curve, Learning, Noise, Timing, Truth, TruthError
 
 TOP = ("name", "primary", "seed", "noise", "auxiliary", "schema", "exponent", "anneal_c", "lr", "warmup")
 TOP += ("bonus", "strategy", "layer_decay", "learning", "time", "tasks", "majority")
@@ -125,3 +127,34 @@ def truth_of(raw: dict[str, Any], path: str) -> Truth:
         time=section(raw, "time", Timing, path),
         majority=table(raw, "majority", path),
     )
+
+
+BUILTIN = Path(__file__).with_name("builtin")
+
+
+# -- files ----------------------------------------------------------------------------
+def builtin_truths() -> list[str]:
+    return sorted(p.stem for p in BUILTIN.glob("*.toml"))
+
+
+def resolve_truth(text: str) -> str:
+    """``--simulate`` names a truth file or a built-in truth: its absolute path."""
+    path = Path(text).expanduser()
+    if path.suffix == ".toml" and path.is_file():
+        return str(path.resolve())
+    if (BUILTIN / f"{text}.toml").is_file():
+        return str((BUILTIN / f"{text}.toml").resolve())
+    raise TruthError(
+        f"--simulate {text}: no such truth file; expected a .toml truth file or one of {', '.join(builtin_truths())}"
+    )
+
+
+def load_truth(path: str) -> Truth:
+    """Read and check a truth file; every mistake names the file, the key and what was expected."""
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise TruthError(f"{path}: cannot read the truth file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise TruthError(f"{path}: not TOML ({exc})") from None
+    return truth_of(raw, str(path))

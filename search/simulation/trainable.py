@@ -21,9 +21,9 @@ from typing import Any
 
 from ray import tune
 
+from search.simulation.truth import Truth, load_truth
 from trainables.config import TrainConfig
 from trainables.fidelity import FIDELITY, SEED_COUNT, SeedSchedule
-from trainables.simulated.truth import Truth, load_truth
 
 STATE = "state.json"
 

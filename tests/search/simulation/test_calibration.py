@@ -2,8 +2,8 @@
 
 import math
 
-from search.answer.calibration import Simulation, better_rate, simulate_study
 from search.answer.stats import BETTER, SAME, WORSE
+from search.simulation.calibration import Simulation, better_rate, simulate_study
 
 
 def test_false_better_rate_under_the_null_is_at_most_nominal():

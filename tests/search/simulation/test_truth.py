@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from search.simulation.truth import TruthError, builtin_truths, load_truth, resolve_truth
 from trainables.config import SamplingConfig, TrainConfig
-from trainables.simulated import TruthError, builtin_truths, load_truth, resolve_truth
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def config(*auxiliary: str, schema: str = "prop", exponent: float | None = None, **kw) -> TrainConfig:
@@ -124,7 +124,7 @@ def test_a_truth_without_its_primarys_scores_is_refused(tmp_path):
 
 def test_the_simulated_trainable_imports_no_torch():
     code = (
-        "import sys, trainables.simulated.tune as t; from trainables.simulated import load_truth, resolve_truth;"
+        "import sys, search.simulation.trainable as t; from search.simulation.truth import load_truth, resolve_truth;"
         "load_truth(resolve_truth('three_better')); print('torch' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -12,7 +12,7 @@ test score (sd ``seed_sd``), ``noise`` the evaluation noise of one split (sd ``e
 are multitask or single-task at even odds, as the space draws them; the search scores dev on its
 seeds, finalize trains winner and opponent on K more and compares their test scores.
 
-``python -m search.answer.calibration [--studies N]`` prints the false "better" rate under the
+``python -m search.simulation.calibration [--studies N]`` prints the false "better" rate under the
 null with its Monte Carlo standard error, and the power at a true effect of one seed sd;
 ``--reuse-search-seeds`` shows what testing on the seeds that chose the winner did.
 """
@@ -113,7 +113,7 @@ def better_rate(sim: Simulation, studies: int, seed: int = 0) -> tuple[float, fl
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(prog="python -m search.answer.calibration", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m search.simulation.calibration", description=__doc__.split("\n\n")[0])
     p.add_argument("--studies", type=int, default=2000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--reuse-search-seeds", action="store_true", help="the old finalize, for contrast")
