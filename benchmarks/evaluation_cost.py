@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 
 import torch
 
 from search.study.config import SearchConfig
+from search.study.kind import TrainedTrials
+from search.study.plan import Site, plan, stores_of
 from trainables.cli import setup_logging
 from trainables.config import SamplingConfig
 from trainables.loop import Trainer, prepare_data
@@ -26,7 +29,8 @@ from trainables.model import load_tokenizer
 
 def measure(study: str, preset: str, data_dir: str | None, model: str | None = None) -> dict:
     cfg = SearchConfig(study, preset=preset, data_dir=data_dir, model=model)
-    s, base = cfg.resolved_study(), cfg.base_config()
+    p = plan(cfg, TrainedTrials(), Site("benchmark", os.cpu_count() or 1), stores_of(cfg))
+    s, base = p.study, p.base
     config = base.with_(
         tasks=(s.primary, *s.candidates), sampling=SamplingConfig(schema="prop"), seed=1, evaluate_test=True
     )

@@ -16,6 +16,7 @@ import logging
 
 from search.answer.config import FinalizeConfig
 from search.answer.final import finalize
+from search.simulation.kind import trial_kind
 from spaces import get_study
 from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError
@@ -63,7 +64,7 @@ def main() -> int:
         not args.no_register,
     )
     check_tracking_uri(cfg.tracking_uri)
-    result = finalize(cfg)
+    result = finalize(cfg, trial_kind)
     build_report(cfg.study, cfg.tracking_uri, run_name=result.name, out_dir=cfg.out_dir, final=result)
     return 0
 

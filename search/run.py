@@ -202,45 +202,50 @@ def main() -> int:
     setup_logging(args.verbose)
     quiet_console(args.verbose)
     quick_tracking_client()
+    # here, not at the top: these import Ray, MLflow and Optuna (~3 s; python -X importtime), which --help,
+    # --list and a flag error need not wait for
+    from search.answer.config import FinalizeConfig
+    from search.answer.final import finalize
+    from search.answer.report import build_report
+    from search.simulation.kind import trial_kind
     from search.study.ending import TrackingUnavailable
     from search.study.runner import run
 
     try:
-        study = run(cfg)
+        study = run(cfg, trial_kind)
     except TrackingUnavailable as exc:
         fail(str(exc), EX_TEMPFAIL)
-    logger.info("Tune results: %s", study["path"])
-    if study["interrupted"]:
+    plan = study.plan
+    logger.info("Tune results: %s", study.path)
+    if study.interrupted:
         return 130
     final = None
-    if cfg.finalize:
-        from search.answer.config import FinalizeConfig
-        from search.answer.final import finalize
-
-        seeds = cfg.final_seeds or get_study(cfg.study).preset(study["preset"]).final_seeds
+    if plan.finalize:
+        res = plan.resources
         try:
             final = finalize(
                 FinalizeConfig(
-                    cfg.study,
-                    study["name"],
-                    seeds,
-                    study["tracking_uri"],
-                    cpus_per_trial=cfg.cpus_per_trial,
-                    gpus_per_trial=cfg.gpus_per_trial,
-                    max_concurrent=cfg.max_concurrent,
-                    address=cfg.address,
-                )
+                    plan.study.name,
+                    study.name,
+                    plan.final_seeds,
+                    plan.stores.tracking_uri,
+                    cpus_per_trial=res.cpus_per_trial,
+                    gpus_per_trial=res.gpus_per_trial,
+                    max_concurrent=res.max_concurrent,
+                    address=res.address,
+                ),
+                trial_kind,
             )
         except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
-    if cfg.report:
-        from search.answer.report import build_report
-
-        paths = build_report(cfg.study, study["tracking_uri"], run_name=study["name"], final=final)
+    if plan.report:
+        paths = build_report(plan.study.name, plan.stores.tracking_uri, run_name=study.name, final=final)
         logger.info("report: %s", paths["markdown"])
     elif final is not None:
         print(final.markdown())
-    logger.info("compare trials: mlflow ui --backend-store-uri %s  (experiment %s)", study["tracking_uri"], cfg.study)
+    logger.info(
+        "compare trials: mlflow ui --backend-store-uri %s  (experiment %s)", plan.stores.tracking_uri, plan.study.name
+    )
     return 0
 
 

@@ -24,17 +24,14 @@ import logging
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from search.study.names import resume_command
+from search.study.plan import StudyPlan
 from search.tracking.outcome import TUNE_ENDED
 from search.tracking.records import END_REASON, RESUME_TAG, STATUS_TAG
 from search.tracking.sink import open_trial_runs
 from search.tracking.spool import Spool
 from trainables.cli import mask_credentials
-
-if TYPE_CHECKING:
-    from search.study.config import SearchConfig
 
 logger = logging.getLogger(__name__)
 
@@ -177,11 +174,10 @@ def end_optuna_trials(storage: str, name: str, reason: str, resume: str | None) 
     return running
 
 
-def tracking_unavailable(
-    spool: Spool, cfg: SearchConfig, name: str, what: str = "stopped with its state saved"
-) -> Exception:
+def tracking_unavailable(spool: Spool, plan: StudyPlan, what: str = "stopped with its state saved") -> Exception:
+    stores = plan.stores
     return TrackingUnavailable(
-        f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable for over {cfg.tracking_grace:g} s "
-        f"({spool.last_error}): study {name} {what}, {spool.pending()} records wait in {spool.path}; once the "
-        f"server answers, continue with: {resume_command(cfg.study, name)}"
+        f"MLflow tracking server {mask_credentials(stores.tracking_uri)} unreachable for over "
+        f"{stores.tracking_grace:g} s ({spool.last_error}): study {plan.name} {what}, {spool.pending()} records "
+        f"wait in {spool.path}; once the server answers, continue with: {plan.resume_command}"
     )

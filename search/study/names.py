@@ -9,6 +9,8 @@ import logging
 import os
 from pathlib import Path
 
+import optuna
+
 from search.infra.storage import storage_path
 from search.study.config import SearchConfig
 from trainables.cli import mask_credentials
@@ -28,18 +30,17 @@ def latest_experiment(storage: str, study: str, preset: str | None) -> str:
     return os.path.basename(found[-1])
 
 
-def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
-    """A new study must not reuse an experiment's name: Tune, Optuna and MLflow would mix them."""
-    import optuna
-
+def check_new_name(name: str, storage: str, optuna_storage: str) -> None:
+    """A new study must not reuse an experiment's name (``storage``: Tune's, absolute): Tune, Optuna and
+    MLflow would mix them."""
     taken = "://" not in storage and Path(storage, name).exists()
-    sqlite_file = cfg.optuna_storage[len("sqlite:///") :] if cfg.optuna_storage.startswith("sqlite:///") else None
+    sqlite_file = optuna_storage[len("sqlite:///") :] if optuna_storage.startswith("sqlite:///") else None
     if not taken and (sqlite_file is None or Path(sqlite_file).is_file()):  # asking would create a new file
         try:
-            taken = name in optuna.get_all_study_names(cfg.optuna_storage)
+            taken = name in optuna.get_all_study_names(optuna_storage)
         except Exception as exc:  # an unreachable Optuna storage is bad input too
             raise ConnectionError(
-                f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: "
+                f"--optuna-storage {mask_credentials(optuna_storage)}: "
                 f"{mask_credentials(str(exc).splitlines()[0][:200])}"
             ) from None
     if taken:
@@ -47,6 +48,7 @@ def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
 
 
 def warn_ignored_on_resume(cfg: SearchConfig) -> None:
+    """The flags given with ``--resume`` that it ignores: it continues the study as it was started."""
     fixed = {
         "--trials": cfg.trials,
         "--search": cfg.search if cfg.search != "tpe" else None,

@@ -1,0 +1,234 @@
+"""A study worked out once: :func:`plan` turns the validated flags (:class:`SearchConfig`), the trial kind and
+what was looked up outside them (:class:`Site`, and on ``--resume`` the invocation the study recorded) into a
+frozen :class:`StudyPlan`. Every builder after it (prepare, tuner, searcher, scheduler, guard, ending) takes
+the plan and derives nothing from the flags again.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from search.infra.storage import absolute_sqlite, storage_path
+from search.study.config import (
+    SearchConfig,
+    first_rung_of,
+    objective_of,
+    seeds_of,
+    study_of,
+)
+from search.study.kind import TrialKind
+from search.study.names import resume_command
+from search.tracking.records import Invocation
+from spaces import Preset, Study, baseline_choices, thesis_grid
+from trainables.cli import mask_credentials
+from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
+from trainables.fidelity import SeedSchedule, asha_rungs
+
+
+@dataclass(frozen=True)
+class Site:
+    """What a plan needs from outside the flags, looked up before it (``search.study.runner.look``)."""
+
+    stamp: str  # the clock, ``%Y%m%d-%H%M%S``: a new study's default name
+    cpus: int  # this machine's CPUs
+    gpus: float | None = None  # the cluster's GPUs; None: not counted (a preset was given, or the kind ignores them)
+
+
+@dataclass(frozen=True)
+class Started:
+    """``--resume``: the study invocation it continues, as its parent MLflow run recorded it."""
+
+    name: str
+    invocation: Invocation
+    parent_run_id: str
+
+
+@dataclass(frozen=True)
+class Rungs:
+    """ASHA's rungs: epochs before a trial can be stopped, the reduction factor, the last epoch."""
+
+    grace_period: int
+    reduction_factor: int
+    max_t: int
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpus_per_trial: float
+    gpus_per_trial: float
+    max_concurrent: int
+    max_failures: int  # retries of a failed trial from its checkpoint
+    address: str | None  # the Ray cluster; None: a private local Ray
+    ray_cpus: int | None  # a private local Ray's logical CPUs (the kind's); None: the machine's
+
+
+@dataclass(frozen=True)
+class Stores:
+    """Where everything goes: MLflow, Tune's experiments (``root``), Optuna; SQLite paths made absolute."""
+
+    tracking_uri: str
+    storage: str  # as given
+    root: str  # ``storage`` as Tune keeps it (absolute, or a URI)
+    optuna_storage: str
+    tracking_grace: float  # seconds the tracking server may be unreachable
+
+
+@dataclass(frozen=True)
+class StudyPlan:
+    """Everything one study invocation does, derived once (:func:`plan`)."""
+
+    study: Study  # with this invocation's candidates and ranges
+    preset_name: str  # chosen, or recorded by the study a --resume continues
+    preset_reason: str  # why the kind chose it without --preset (a line); "" where --preset or the record said
+    preset: Preset
+    kind: TrialKind
+    base: TrainConfig  # what every trial's TrainConfig shares
+    seeds: tuple[int, ...]  # every trial's
+    schedule: SeedSchedule | None  # seeds as a fidelity; None: every seed throughout
+    objective: str
+    mode: str
+    search: str
+    search_seed: int
+    trials: int
+    points: tuple[dict[str, Any], ...]  # what the searcher tries first
+    rungs: Rungs
+    resources: Resources
+    stores: Stores
+    name: str  # the Tune experiment, the Optuna study, the parent run's name
+    invocation: Invocation  # what the parent run records (on --resume: what it recorded)
+    resuming: bool
+    parent_run_id: str  # on --resume, the study's parent MLflow run; "" for a new one
+    report: bool
+    finalize: bool
+    final_seeds: int
+
+    @property
+    def path(self) -> str:
+        """The Tune experiment folder."""
+        return f"{self.stores.root}/{self.name}"
+
+    @property
+    def resume_command(self) -> str:
+        return resume_command(self.study.name, self.name)
+
+
+def stores_of(cfg: SearchConfig) -> Stores:
+    """Where the study keeps things (the runner checks them, and reads a resumed study's record, before the plan)."""
+    return Stores(
+        absolute_sqlite(cfg.tracking_uri),
+        cfg.storage,
+        storage_path(cfg.storage),
+        absolute_sqlite(cfg.optuna_storage),
+        cfg.tracking_grace,
+    )
+
+
+def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started: Started | None = None) -> StudyPlan:
+    """The study ``cfg`` asks for, with ``kind``'s trials; on ``--resume``, ``cfg`` is the invocation ``started``
+    as :func:`~search.study.config.continuing` gives it back, and the trials, seeds, objective and mode are the
+    ones it recorded. (Tune restores a resumed study's searcher, scheduler and param space: its points, rungs
+    and seed schedule are not used again.)"""
+    preset_name, preset_reason = (cfg.preset, "") if cfg.preset else kind.default_preset(site.gpus or 0.0)
+    study = study_of(cfg, preset_name)
+    kind.check(study)
+    preset = study.preset(preset_name)
+    base = base_config(cfg, study, preset)
+    factor = cfg.reduction_factor or preset.reduction_factor
+    rungs = Rungs(cfg.grace_period or preset.grace_period, factor, base.epochs)
+    seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
+    first = first_rung_of(cfg, preset)
+    schedule = None if first is None else SeedSchedule(len(seeds), first, rungs_epochs(rungs), rungs.reduction_factor)
+    points = tuple(thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)])
+    resources = Resources(
+        cfg.cpus_per_trial,
+        cfg.gpus_per_trial,
+        cfg.max_concurrent,
+        cfg.max_failures,
+        cfg.address,
+        kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, site.cpus),
+    )
+    if started is None:
+        name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"
+        trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+        objective, mode = objective_of(cfg, study), cfg.mode or study.mode
+        invocation = Invocation(
+            study=cfg.study,
+            preset=preset_name,
+            search=cfg.search,
+            trials=trials,
+            seeds=seeds,
+            objective=objective,
+            mode=mode,
+            model=base.encoder.model,
+            epochs=base.epochs,
+            candidates=tuple(study.candidates),
+            protocol=base.protocol,
+            tune_path=mask_credentials(f"{stores.root}/{name}"),
+            optuna_storage=mask_credentials(stores.optuna_storage),
+            gpus_per_trial=cfg.gpus_per_trial,
+            cpus_per_trial=cfg.cpus_per_trial,
+            max_concurrent=cfg.max_concurrent,
+            simulate=kind.truth,
+            first_rung_seeds=first or 0,
+        )
+    else:
+        name, invocation = started.name, started.invocation
+        trials, objective, mode = invocation.trials, invocation.objective, invocation.mode
+    return StudyPlan(
+        study=study,
+        preset_name=preset_name,
+        preset_reason=preset_reason,
+        preset=preset,
+        kind=kind,
+        base=base,
+        seeds=tuple(seeds),
+        schedule=schedule,
+        objective=objective,
+        mode=mode,
+        search=invocation.search,
+        search_seed=cfg.search_seed,
+        trials=trials,
+        points=points,
+        rungs=rungs,
+        resources=resources,
+        stores=stores,
+        name=name,
+        invocation=invocation,
+        resuming=started is not None,
+        parent_run_id="" if started is None else started.parent_run_id,
+        report=cfg.report,
+        finalize=cfg.finalize,
+        final_seeds=cfg.final_seeds or preset.final_seeds,
+    )
+
+
+def rungs_epochs(rungs: Rungs) -> tuple[int, ...]:
+    return asha_rungs(rungs.grace_period, rungs.reduction_factor, rungs.max_t)
+
+
+def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
+    """Everything a trial's TrainConfig shares: the preset's scale plus command-line overrides."""
+    return TrainConfig(
+        tasks=(study.primary,),
+        primary=study.primary,
+        sampling=SamplingConfig(),
+        encoder=EncoderConfig(model=cfg.model or preset.model, max_seq_length=preset.max_seq_length),
+        epochs=cfg.epochs or preset.epochs,
+        batch_size=preset.batch_size,
+        seed=0,
+        lr=preset.lr or TrainConfig.lr,
+        max_train_examples=preset.max_train_examples,
+        max_eval_examples=preset.max_eval_examples,
+        max_auxiliary_eval_examples=preset.max_auxiliary_eval_examples,
+        protocol=cfg.protocol,
+        data_dir=str(Path(cfg.data_dir or data_root()).resolve()),
+        precision=cfg.precision or preset.precision,
+        evaluate_test=False,  # nothing in the search may look at test; finalize's runs score it on fresh seeds
+    )
+
+
+def data_root() -> str:
+    return os.environ.get("MTL_DATA_DIR", "data")
