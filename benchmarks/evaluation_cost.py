@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import time
 
@@ -20,7 +19,7 @@ import torch
 
 from search.study.config import SearchConfig
 from search.study.kind import TrainedTrials
-from search.study.plan import Site, plan, stores_of
+from search.study.plan import plan_offline
 from trainables.cli import setup_logging
 from trainables.config import SamplingConfig
 from trainables.loop import Trainer, prepare_data
@@ -29,7 +28,7 @@ from trainables.model import load_tokenizer
 
 def measure(study: str, preset: str, data_dir: str | None, model: str | None = None) -> dict:
     cfg = SearchConfig(study, preset=preset, data_dir=data_dir, model=model)
-    p = plan(cfg, TrainedTrials(), Site("benchmark", os.cpu_count() or 1), stores_of(cfg))
+    p = plan_offline(cfg, TrainedTrials())
     s, base = p.study, p.base
     config = base.with_(
         tasks=(s.primary, *s.candidates), sampling=SamplingConfig(schema="prop"), seed=1, evaluate_test=True

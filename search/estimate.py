@@ -19,7 +19,6 @@ import itertools
 import json
 import logging
 import math
-import os
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from search.study.config import SearchConfig
 from search.study.kind import TrainedTrials
-from search.study.plan import Site, plan, stores_of
+from search.study.plan import plan_offline
 from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
@@ -185,7 +184,7 @@ def estimate(
     measured: dict[str, Any] | None = None,
     ratios: dict[str, float] | None = None,
 ) -> dict:
-    p = plan(cfg, TrainedTrials(), Site("estimate", os.cpu_count() or 1), stores_of(cfg))
+    p = plan_offline(cfg, TrainedTrials())
     study, base, seeds, trials = p.study, p.base, len(p.seeds), p.trials
     sizes = split_sizes(study, base)
     cost = strategy_cost(study, MEASURED_STRATEGY_COST if ratios is None else ratios)

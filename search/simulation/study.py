@@ -4,7 +4,6 @@ on the :class:`Backend`'s simulated clock."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,7 @@ from search.simulation.kind import SimulatedTrials
 from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
-from search.study.plan import Site, StudyPlan, plan, stores_of
+from search.study.plan import StudyPlan, plan_offline
 from search.study.tuner import sampler_of, scheduler_of, searcher_of
 from trainables.fidelity import FIDELITY, SeedSchedule
 
@@ -42,7 +41,7 @@ class SimulatedStudy:
 
 def simulated_plan(cfg: SearchConfig) -> StudyPlan:
     """``cfg``'s plan with simulated trials (``cfg.simulate``: the truth file): what ``search.run`` would run."""
-    return plan(cfg, SimulatedTrials(cfg.simulate or ""), Site("simulated", os.cpu_count() or 1), stores_of(cfg))
+    return plan_offline(cfg, SimulatedTrials(cfg.simulate or ""))
 
 
 def searcher_for(study_plan: StudyPlan, multivariate: bool = False):

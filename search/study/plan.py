@@ -7,6 +7,7 @@ the plan and derives nothing from the flags again.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,12 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         finalize=cfg.finalize,
         final_seeds=cfg.final_seeds or preset.final_seeds,
     )
+
+
+def plan_offline(cfg: SearchConfig, kind: TrialKind) -> StudyPlan:
+    """``cfg``'s plan where nothing runs on a cluster (the estimate, the simulator, benchmarks, tests): no GPUs
+    counted (without ``--preset``, the kind's default for a cluster without GPUs), this machine's CPUs."""
+    return plan(cfg, kind, Site(time.strftime("%Y%m%d-%H%M%S"), os.cpu_count() or 1), stores_of(cfg))
 
 
 def rungs_epochs(rungs: Rungs) -> tuple[int, ...]:

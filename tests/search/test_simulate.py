@@ -13,11 +13,15 @@ import numpy as np
 import pytest
 from conftest import study_env, study_stores
 
+from search.simulation.kind import SimulatedTrials, trial_kind
+from search.simulation.study import simulated_plan
 from search.simulation.truth import load_truth, resolve_truth
-from search.study.config import SearchConfig
+from search.study.config import SearchConfig, continuing
+from search.study.kind import TrainedTrials
+from search.study.plan import plan_offline
 from search.study.scheduler import flat
 from search.tracking.records import Invocation
-from trainables.config import TrainConfig
+from trainables.config import ConfigError, TrainConfig
 
 
 def no_torch(tmp: Path) -> dict:
@@ -89,14 +93,24 @@ def test_a_bad_truth_stops_before_ray_in_one_line(tmp_path):
 
 def test_the_truth_is_recorded_for_finalize_and_resume():
     truth = resolve_truth("three_better")
-    cfg = SearchConfig("absa", preset="full", simulate=truth)
-    params = cfg.invocation("/tmp/ray/absa-x", 10).to_params()
+    plan = simulated_plan(SearchConfig("absa", simulate=truth, max_concurrent=64))
+    params = plan.invocation.to_params()
     started = Invocation.from_params(params)
-    assert started.simulate == truth
-    assert SearchConfig("absa", resume=True).continuing(started).simulate == truth  # --resume simulates again
+    assert started.simulate == truth and started.preset == "full"  # a simulated study's default preset
+    assert continuing(SearchConfig("absa", resume=True), started).simulate == truth  # --resume simulates again
+    assert isinstance(trial_kind(truth), SimulatedTrials) and isinstance(trial_kind(""), TrainedTrials)
     old = {k: v for k, v in params.items() if k != "simulate"}  # a study recorded before --simulate existed
     assert Invocation.from_params(old).simulate == ""
-    assert cfg.simulated_cpus() >= cfg.max_concurrent and SearchConfig("absa").simulated_cpus() is None
+    trained = plan_offline(SearchConfig("absa"), TrainedTrials())
+    assert plan.resources.ray_cpus == 64 and trained.resources.ray_cpus is None
+    assert plan.kind.model_bytes == 0 and not plan.kind.registers_model
+
+
+def test_a_truth_of_another_primary_is_refused_in_one_line(tmp_path):
+    other = tmp_path / "other.toml"
+    other.write_text(Path(resolve_truth("null")).read_text().replace('primary = "semeval"', 'primary = "sentihood"'))
+    with pytest.raises(ConfigError, match="its primary is 'sentihood', study absa's 'semeval'"):
+        simulated_plan(SearchConfig("absa", simulate=str(other)))
 
 
 @pytest.mark.slow
