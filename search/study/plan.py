@@ -151,33 +151,13 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         cfg.address,
         kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, site.cpus),
     )
+    resuming = started is not None
     if started is None:
         name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"
         trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
-        objective, mode = objective_of(cfg, study), cfg.mode or study.mode
-        invocation = Invocation(
-            study=cfg.study,
-            preset=preset_name,
-            search=cfg.search,
-            trials=trials,
-            seeds=seeds,
-            objective=objective,
-            mode=mode,
-            model=base.encoder.model,
-            epochs=base.epochs,
-            candidates=tuple(study.candidates),
-            protocol=base.protocol,
-            tune_path=mask_credentials(f"{stores.root}/{name}"),
-            optuna_storage=mask_credentials(stores.optuna_storage),
-            gpus_per_trial=cfg.gpus_per_trial,
-            cpus_per_trial=cfg.cpus_per_trial,
-            max_concurrent=cfg.max_concurrent,
-            simulate=kind.truth,
-            first_rung_seeds=first or 0,
-        )
-    else:
-        name, invocation = started.name, started.invocation
-        trials, objective, mode = invocation.trials, invocation.objective, invocation.mode
+        record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials)
+        started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
+    invocation = started.invocation
     return StudyPlan(
         study=study,
         preset_name=preset_name,
@@ -187,23 +167,60 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         base=base,
         seeds=tuple(seeds),
         schedule=schedule,
-        objective=objective,
-        mode=mode,
+        objective=invocation.objective,
+        mode=invocation.mode,
         search=invocation.search,
         search_seed=cfg.search_seed,
-        trials=trials,
+        trials=invocation.trials,
         points=points,
         rungs=rungs,
         resources=resources,
         stores=stores,
-        name=name,
+        name=started.name,
         invocation=invocation,
-        resuming=started is not None,
-        parent_run_id="" if started is None else started.parent_run_id,
+        resuming=resuming,
+        parent_run_id=started.parent_run_id,
         report=cfg.report,
         finalize=cfg.finalize,
         final_seeds=cfg.final_seeds or preset.final_seeds,
     )
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a new study's parent run records of it (:class:`Invocation`), from the plan's parts."""
+
+    cfg: SearchConfig
+    kind: TrialKind
+    study: Study
+    preset_name: str
+    base: TrainConfig
+    seeds: tuple[int, ...]
+    first_rung_seeds: int  # 0: none
+    trials: int
+
+    def invocation(self, tune_path: str, optuna_storage: str) -> Invocation:
+        cfg, study, base = self.cfg, self.study, self.base
+        return Invocation(
+            study=cfg.study,
+            preset=self.preset_name,
+            search=cfg.search,
+            trials=self.trials,
+            seeds=self.seeds,
+            objective=objective_of(cfg, study),
+            mode=cfg.mode or study.mode,
+            model=base.encoder.model,
+            epochs=base.epochs,
+            candidates=tuple(study.candidates),
+            protocol=base.protocol,
+            tune_path=mask_credentials(tune_path),
+            optuna_storage=mask_credentials(optuna_storage),
+            gpus_per_trial=cfg.gpus_per_trial,
+            cpus_per_trial=cfg.cpus_per_trial,
+            max_concurrent=cfg.max_concurrent,
+            simulate=self.kind.truth,
+            first_rung_seeds=self.first_rung_seeds,
+        )
 
 
 def plan_offline(cfg: SearchConfig, kind: TrialKind) -> StudyPlan:
