@@ -151,6 +151,8 @@ def test_an_experiment_saved_before_the_split_restores_its_pickled_classes():
     """Tune pickles the Tuner's searcher, scheduler and callbacks by module path (protocol 0 globals
     below, as a pickle of the old layout names them); --resume maps the old paths first."""
     from search.infra.disk import StorageGuard
+    from search.simulation.trainable import simulated_trainable
+    from search.simulation.truth import Truth, load_truth
     from search.study.legacy import accept_saved_before_rooms
     from search.study.progress import TrialLines
     from search.study.scheduler import BaselineKeepingASHA
@@ -163,6 +165,9 @@ def test_an_experiment_saved_before_the_split_restores_its_pickled_classes():
         ("search.tracking", "MLflowTracker"): MLflowTracker,
         ("search.progress", "TrialLines"): TrialLines,
         ("search.disk", "StorageGuard"): StorageGuard,
+        ("trainables.simulated.tune", "simulated_trainable"): simulated_trainable,
+        ("trainables.simulated.truth", "Truth"): Truth,
+        ("trainables.simulated.reading", "load_truth"): load_truth,
     }
     accept_saved_before_rooms()
     for (module, name), cls in old.items():
