@@ -20,6 +20,7 @@ from search.tracking.records import Invocation
 from trainables.cli import mask_credentials
 from trainables.config import TrainConfig
 from trainables.results import per_seed
+from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
 
@@ -45,27 +46,27 @@ def train_missing(
     by_run = {c.row.run_id: c for c in contenders}
     study_experiment = invocation.tune_path.rstrip("/").rpartition("/")[2]
     for result in results:
-        point = result.config["trial"]
-        c = by_run[point["final_for"]]
-        check_complete(result, c.config, point["label"], cfg.study, study_experiment)
-        collect(c, [result_row(result, point["seeds"], invocation.objective)], primary, seeds)
-        c.trained = list(point["seeds"])
+        point = TrialConfig.of_tune(result.config)
+        c = by_run[point.final_for]
+        check_complete(result, c.config, point.label, cfg.study, study_experiment)
+        collect(c, [result_row(result, list(point.seeds), invocation.objective)], primary, seeds)
+        c.trained = list(point.seeds)
 
 
 def final_point(c: Contender, seeds: list[int], objective: str) -> dict[str, Any]:
     """One Tune trial config: the contender's exact config, scoring test this time (the search's trials
     do not), its missing seeds, tagged as a final run."""
     logger.info("finalize trains %s seeds %s to %d epochs", c.row.label, list_text(seeds), c.config.epochs)
-    return {
-        "train": c.config.with_(evaluate_test=True).to_dict(),
-        "seeds": seeds,
-        "key": c.row.canonical_key,
-        "label": f"final {c.role} {c.row.label} seeds {list_text(seeds)}",
-        "baseline": bool(c.row.baseline),
-        "kind": rec.FINAL_KIND,
-        "final_for": c.row.run_id,
-        "metric": objective,
-    }
+    return TrialConfig(
+        train=c.config.with_(evaluate_test=True),
+        seeds=tuple(seeds),
+        key=c.row.canonical_key,
+        label=f"final {c.role} {c.row.label} seeds {list_text(seeds)}",
+        baseline=bool(c.row.baseline),
+        kind=rec.FINAL_KIND,
+        final_for=c.row.run_id,
+        metric=objective,
+    ).to_tune()
 
 
 def fit_final_runs(

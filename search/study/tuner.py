@@ -30,7 +30,7 @@ from search.tracking.spool import Spool
 from search.tracking.tracker import MLflowTracker
 from spaces.canonical import baseline_moves
 from trainables.config import ConfigError
-from trainables.fidelity import FIDELITY
+from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
 
@@ -192,8 +192,8 @@ def searcher_of(plan: StudyPlan, storage: Any = None, sampler: Any = None, name:
 def param_space_of(plan: StudyPlan) -> dict[str, Any]:
     """What every search trial's config holds beside the searcher's choices: its seeds and, with
     ``--first-rung-seeds``, the seed schedule the trainable follows (``trainables.fidelity``)."""
-    seeds = list(plan.seeds)
-    return {"seeds": seeds} if plan.schedule is None else {"seeds": seeds, FIDELITY: plan.schedule.to_dict()}
+    fidelity = None if plan.schedule is None else plan.schedule.to_dict()
+    return TrialConfig(seeds=plan.seeds, fidelity=fidelity).to_tune()
 
 
 def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
