@@ -16,7 +16,10 @@ import logging
 
 from search.answer.config import FinalizeConfig
 from search.answer.final import finalize
+from search.answer.report import build_report
+from search.infra.storage import absolute_sqlite
 from search.simulation.kind import trial_kind
+from search.tracking.runs import check_tracking_uri
 from spaces import get_study
 from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError
@@ -47,10 +50,6 @@ def main() -> int:
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()
     setup_logging(args.verbose)
-    from search.answer.report import build_report
-    from search.infra.storage import absolute_sqlite
-    from search.tracking.runs import check_tracking_uri
-
     cfg = FinalizeConfig(
         get_study(args.study).name,
         args.name,

@@ -4,6 +4,7 @@ checked before Ray starts.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from trainables.cli import mask_credentials
@@ -52,8 +53,6 @@ def check_storage(storage: str, optuna_storage: str) -> None:
 
 def writable(folder: Path) -> bool:
     """Whether a file can be created in ``folder`` (by trying: root passes permission checks on /proc)."""
-    import tempfile
-
     try:
         with tempfile.TemporaryFile(dir=folder):
             return True

@@ -25,6 +25,10 @@ import signal
 import time
 from dataclasses import dataclass, field
 
+import optuna
+from optuna.trial import TrialState
+from ray import tune
+
 from search.study.names import resume_command
 from search.study.plan import StudyPlan
 from search.tracking.outcome import TUNE_ENDED
@@ -143,8 +147,6 @@ def saved_unfinished(tune_path: str) -> set[str] | None:
     Tune saved no state to restore."""
     if not tune_path:
         return None
-    from ray import tune
-
     try:
         if not tune.Tuner.can_restore(tune_path):
             return None
@@ -156,9 +158,6 @@ def saved_unfinished(tune_path: str) -> set[str] | None:
 def end_optuna_trials(storage: str, name: str, reason: str, resume: str | None) -> list[int]:
     """Optuna trials still RUNNING: kept for ``resume`` (the study's user attribute ``ended``
     names them), or, with nothing to resume, failed with ``reason``. Returns their numbers."""
-    import optuna
-    from optuna.trial import TrialState
-
     try:
         study = optuna.load_study(study_name=name, storage=storage)
     except Exception:  # no Optuna study yet, or its storage unreadable: nothing of ours is in it
