@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from pathlib import Path
 
 from search.infra.quiet import quiet_console
 from search.simulation.truth import builtin_truths, resolve_truth
@@ -153,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
     auxiliary = None if args.auxiliary is None else tuple(t.strip() for t in args.auxiliary.split(",") if t.strip())
     return SearchConfig(
         study=get_study(args.study).name,
+        study_file=None if args.study in builtin_studies() else str(Path(args.study).resolve()),
         preset=args.preset,
         trials=args.trials,
         seeds=args.seeds,

@@ -29,6 +29,9 @@ class SimulatedTrials(TrialKind):
         self.truth = truth
         self.model = cached_truth(truth)
 
+    def flags(self) -> list[str]:
+        return ["--simulate", self.truth]
+
     def check(self, study: Study) -> None:
         if self.model.primary != study.primary_name:
             raise ConfigError(

@@ -15,7 +15,7 @@ SEARCHES = ("tpe", "grid", "random")
 
 @dataclass(frozen=True)
 class SearchConfig:
-    study: str
+    study: str  # the study's name
     preset: str | None = None  # None: the trial kind's default (trained: full where the cluster has GPUs, else smoke)
     trials: int | None = None  # None: the preset's
     seeds: int | None = None  # number of seeds; None: the preset's
@@ -54,6 +54,7 @@ class SearchConfig:
     # seeds as a fidelity: seeds of a trial's first ASHA rung, times the reduction factor per rung
     # passed (trainables.fidelity); None: every trial trains every seed
     first_rung_seeds: int | None = None
+    study_file: str | None = None  # the .toml file the study came from (absolute); None: a built-in study
 
     def __post_init__(self) -> None:
         study = get_study(self.study)  # raises on an unknown study

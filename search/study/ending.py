@@ -55,19 +55,21 @@ class StudyEnd:
     optuna_storage: str = ""
     spool: Spool | None = None  # set by :meth:`opened`
     signal_name: str | None = None  # SIGTERM, when that stopped the study
+    resume: str = ""  # the command that continues the study (the plan's); "": its name alone
     done: bool = field(default=False, init=False)
 
-    def opened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str) -> None:
+    def opened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str, resume: str = "") -> None:
         """The parent run is open: from here on an ending must close it."""
         self.spool, self.name, self.tune_path, self.optuna_storage = spool, name, tune_path, optuna_storage
+        self.resume = resume
 
-    def reopened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str) -> None:
+    def reopened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str, resume: str = "") -> None:
         """``--resume``, just before Tune runs: the parent run RUNNING again, its ending's tags gone."""
         spool.put({"op": "start", "trial": None, "clear_tags": [END_REASON, RESUME_TAG]})
-        self.opened(spool, name, tune_path, optuna_storage)
+        self.opened(spool, name, tune_path, optuna_storage, resume)
 
     def resume_command(self) -> str:
-        return resume_command(self.study, self.name)
+        return self.resume or resume_command(self.study, self.name)
 
     def watch_signals(self) -> None:
         """SIGTERM ends the study as Ctrl-C does (the handler ``ray.init`` installs exits at once,

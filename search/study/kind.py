@@ -54,6 +54,10 @@ class TrialKind(abc.ABC):
     model_bytes: int | None = None  # a checkpoint's model bytes per seed; None: the encoder's (search.infra.disk)
     counts_gpus: bool = True  # whether the preset's default depends on the cluster's GPUs
 
+    def flags(self) -> list[str]:
+        """The command-line flags that make a study of this kind (for the line that resumes it)."""
+        return []
+
     def check(self, study: Study) -> None:  # noqa: B027 (an optional hook)
         """Refuse a study this kind cannot run, before anything starts (one line)."""
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 
 import optuna
@@ -65,6 +67,7 @@ def warn_ignored_on_resume(cfg: SearchConfig) -> None:
         logger.warning("--resume continues the study as it was started: ignoring %s", ", ".join(given))
 
 
-def resume_command(study: str, name: str) -> str:
-    """The command that continues the study invocation ``name``."""
-    return f"python -m search.run {study} --resume --name {name}"
+def resume_command(study: str, name: str, flags: Sequence[str] = ()) -> str:
+    """The command that continues the study invocation ``name`` (``study``: its file, or a built-in's name;
+    ``flags``: those that locate or define it), quoted for a shell."""
+    return shlex.join(["python", "-m", "search.run", study, "--resume", "--name", name, *flags])

@@ -85,6 +85,7 @@ class StudyPlan:
     preset_name: str  # chosen, or recorded by the study a --resume continues
     preset_reason: str  # why the kind chose it without --preset (a line); "" where --preset or the record said
     preset: Preset
+    study_file: str  # the .toml file the study came from; "": a built-in
     kind: TrialKind
     base: TrainConfig  # what every trial's TrainConfig shares
     seeds: tuple[int, ...]  # every trial's
@@ -113,7 +114,12 @@ class StudyPlan:
 
     @property
     def resume_command(self) -> str:
-        return resume_command(self.study.name, self.name)
+        """The command that continues this study, pasted as it is: the study file (or built-in name) and the
+        flags that locate or define it (credentials in URIs masked)."""
+        stores = self.stores
+        flags = ["--storage", stores.root, "--tracking-uri", mask_credentials(stores.tracking_uri)]
+        flags += ["--optuna-storage", mask_credentials(stores.optuna_storage), *self.kind.flags()]
+        return resume_command(self.study_file or self.study.name, self.name, flags)
 
 
 def stores_of(cfg: SearchConfig) -> Stores:
@@ -163,6 +169,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         preset_name=preset_name,
         preset_reason=preset_reason,
         preset=preset,
+        study_file=cfg.study_file or "",
         kind=kind,
         base=base,
         seeds=tuple(seeds),

@@ -92,7 +92,7 @@ def restored_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     accept_saved_before_rooms()
     trainable = trainable_of(plan, data)
     tuner = tune.Tuner.restore(plan.path, trainable=trainable, resume_unfinished=True, resume_errored=False)
-    end.reopened(spool, plan.name, plan.path, plan.stores.optuna_storage)
+    end.reopened(spool, plan.name, plan.path, plan.stores.optuna_storage, plan.resume_command)
     return Launch(plan.name, plan.path, tuner, spool, plan.invocation)
 
 
@@ -107,7 +107,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     searcher = searcher_of(plan)
     parent = start_parent_run(stores.tracking_uri, plan.study.name, plan.name, plan.invocation.to_params())
     spool = study_spool(spool_path(plan.path), stores.tracking_uri, parent, stores.tracking_grace)
-    end.opened(spool, plan.name, plan.path, stores.optuna_storage)
+    end.opened(spool, plan.name, plan.path, stores.optuna_storage, plan.resume_command)
     log_majority(spool, data.majority)
     tuner = tune.Tuner(
         trainable_of(plan, data),

@@ -7,6 +7,7 @@ import os
 import signal
 import time
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import mlflow
@@ -149,4 +150,6 @@ def test_the_outage_line_names_the_tracking_uri_without_its_password():
     plan = plan_offline(replace(cfg, name="absa-1"), TrainedTrials())
     line = str(search.study.ending.tracking_unavailable(spool, plan))
     assert "https://me:***@mlflow.example.org unreachable for over 60 s (Connection refused)" in line
-    assert "s3cret" not in line and line.endswith("python -m search.run absa --resume --name absa-1")
+    resume = "python -m search.run absa --resume --name absa-1 --storage"
+    assert "s3cret" not in line and resume in line
+    assert line.endswith(" --optuna-storage sqlite:///" + str(Path.cwd() / "optuna.db"))
