@@ -80,8 +80,6 @@ def guard_of(plan: StudyPlan) -> disk.StorageGuard:
 def restored_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     """``--resume``: the backlog of MLflow records first, then Tune's saved experiment (its
     searcher, scheduler and callbacks included) with the original invocation's data."""
-    if plan.ignored:
-        logger.warning("--resume continues the study as it was started: ignoring %s", ", ".join(plan.ignored))
     spool = study_spool(spool_path(plan.path), plan.stores.tracking_uri, plan.parent_run_id, plan.stores.tracking_grace)
     send_backlog(spool, plan)
     data = ready(plan)

@@ -4,6 +4,10 @@ and --resume; a bad truth refused before Ray."""
 
 import json
 import math
+import os
+import re
+import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -162,3 +166,45 @@ def test_a_30_trial_study_at_8_slots_recovers_the_truth(tmp_path):
     assert abs(np.mean(first)) < 3 * sd / math.sqrt(30)
     assert 0.6 * sd < np.std(first, ddof=1) < 1.5 * sd and max(map(abs, first)) < 4 * sd
     assert abs(np.mean(gains) - truth.learning.gap) < 0.01  # luck is shared by the epochs: only noise differs
+
+
+@pytest.mark.slow
+def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdict(tmp_path):
+    """Ctrl-C after the first trial; the line the study prints, pasted in another folder, finishes it with
+    the preset it started with, then finalize and the report (seconds: an epoch of 3 seeds sleeps 1 s)."""
+    truth = tmp_path / "slow.toml"
+    truth.write_text(Path(resolve_truth("three_better")).read_text().replace("scale = 0.0 ", "scale = 0.00556 "))
+    args = ["--simulate", str(truth), "--trials", "8", "--max-concurrent", "2", "--epochs", "2", "--grace-period", "2"]
+    run = [sys.executable, "-m", "search.run", "absa", *args, *study_stores(tmp_path)]
+    proc = subprocess.Popen(
+        run,
+        cwd=tmp_path,
+        env=no_torch(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if re.match(r"\[t\d\d\] ", line):
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, "".join(seen)[-2000:] + rest[-3000:]
+    (command,) = re.findall(r"continue it with: (.+)", rest)
+    python, *argv = shlex.split(command)
+    assert python == "python" and argv[:3] == ["-m", "search.run", "absa"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = subprocess.run(
+        [sys.executable, *argv], cwd=elsewhere, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    _, runs = study_runs(tmp_path)
+    (parent,) = runs["study"]
+    assert parent.data.params["preset"] == "full" and len(runs["trial"]) == 8
+    assert all(t.data.tags["status"] == "completed" for t in runs["trial"])
+    assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and len(runs["final"]) == 2
+    assert (next((elsewhere / "results" / "absa").iterdir()) / "report.md").is_file()
