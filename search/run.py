@@ -55,7 +55,7 @@ def add_search_space(p: ArgumentParser) -> None:
         "--gpus-per-trial",
         type=float,
         default=SearchConfig.gpus_per_trial,
-        help="GPUs per trial; fractions share a GPU",
+        help="GPUs per trial; fractions share a GPU (default: one where the cluster has GPUs, else none)",
     )
     p.add_argument("--cpus-per-trial", type=float, default=SearchConfig.cpus_per_trial)
     p.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")

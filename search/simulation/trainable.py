@@ -79,7 +79,7 @@ def placement(restored_from: int) -> dict[str, Any]:
         "hostname": socket.gethostname(),
         "device": "simulated",
         "torch_device": "none",
-        "gpus_requested": 0.0,
+        "gpus_requested": float(tune.get_context().get_trial_resources().required_resources.get("GPU", 0)),
         "cpu_fallback": False,
         "restored_from_epoch": restored_from,
     }

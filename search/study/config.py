@@ -20,7 +20,7 @@ class SearchConfig:
     trials: int | None = None  # None: the preset's
     seeds: int | None = None  # number of seeds; None: the preset's
     max_concurrent: int = 2
-    gpus_per_trial: float = 0.0
+    gpus_per_trial: float | None = None  # None: one where the cluster has GPUs, else none
     cpus_per_trial: float = 1.0
     metric: str | None = None  # primary-task metric name or full result key; None: the study's
     mode: str | None = None
@@ -75,12 +75,13 @@ class SearchConfig:
                 raise ConfigError(f"{flag} {value}: expected >= 1")
         if self.reduction_factor is not None and self.reduction_factor < 2:
             raise ConfigError(f"--reduction-factor {self.reduction_factor}: expected >= 2")
-        if self.gpus_per_trial < 0 or self.cpus_per_trial <= 0:
+        gpus = self.gpus_per_trial or 0.0
+        if gpus < 0 or self.cpus_per_trial <= 0:
             raise ConfigError(
                 f"--gpus-per-trial {self.gpus_per_trial} / --cpus-per-trial {self.cpus_per_trial}: "
                 "expected GPUs >= 0 and CPUs > 0"
             )
-        if self.gpus_per_trial > 1 and self.gpus_per_trial != int(self.gpus_per_trial):
+        if gpus > 1 and gpus != int(gpus):
             raise ConfigError(f"--gpus-per-trial {self.gpus_per_trial}: fractions only below 1")
         if self.mode is not None and self.mode not in ("max", "min"):
             raise ConfigError(f"--mode {self.mode!r}: expected max or min")

@@ -84,6 +84,7 @@ class StudyPlan:
     study: Study  # with this invocation's candidates and ranges
     preset_name: str  # chosen, or recorded by the study a --resume continues
     preset_reason: str  # why the kind chose it without --preset (a line); "" where --preset or the record said
+    gpu_reason: str  # what the trials' GPUs are on a cluster with GPUs (a line); "" on one without
     preset: Preset
     study_file: str  # the .toml file the study came from; "": a built-in
     kind: TrialKind
@@ -149,9 +150,10 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     first = first_rung_of(cfg, preset)
     schedule = None if first is None else SeedSchedule(len(seeds), first, rungs_epochs(rungs), rungs.reduction_factor)
     points = tuple(thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)])
+    gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)
     resources = Resources(
         cfg.cpus_per_trial,
-        cfg.gpus_per_trial,
+        gpus,
         cfg.max_concurrent,
         cfg.max_failures,
         cfg.address,
@@ -161,13 +163,14 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     if started is None:
         name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"
         trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
-        record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials)
+        record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation
     return StudyPlan(
         study=study,
         preset_name=preset_name,
         preset_reason=preset_reason,
+        gpu_reason=gpu_reason,
         preset=preset,
         study_file=cfg.study_file or "",
         kind=kind,
@@ -205,6 +208,7 @@ class Record:
     seeds: tuple[int, ...]
     first_rung_seeds: int  # 0: none
     trials: int
+    gpus_per_trial: float
 
     def invocation(self, tune_path: str, optuna_storage: str) -> Invocation:
         cfg, study, base = self.cfg, self.study, self.base
@@ -222,12 +226,23 @@ class Record:
             protocol=base.protocol,
             tune_path=mask_credentials(tune_path),
             optuna_storage=mask_credentials(optuna_storage),
-            gpus_per_trial=cfg.gpus_per_trial,
+            gpus_per_trial=self.gpus_per_trial,
             cpus_per_trial=cfg.cpus_per_trial,
             max_concurrent=cfg.max_concurrent,
             simulate=self.kind.truth,
             first_rung_seeds=self.first_rung_seeds,
         )
+
+
+def gpus_per_trial(asked: float | None, cluster_gpus: float) -> tuple[float, str]:
+    """A trial's GPUs (``--gpus-per-trial``, else one where the cluster has GPUs) and what to say about them."""
+    if not cluster_gpus:
+        return asked or 0.0, ""
+    if asked is None:
+        return 1.0, f"{cluster_gpus:g} GPU(s) in the cluster: each trial asks for one (--gpus-per-trial 0.5 shares one)"
+    if asked == 0:
+        return 0.0, f"--gpus-per-trial 0 on a cluster with {cluster_gpus:g} GPU(s): trials train on CPUs only"
+    return asked, ""
 
 
 def plan_offline(cfg: SearchConfig, kind: TrialKind) -> StudyPlan:

@@ -20,20 +20,27 @@ logger = logging.getLogger(__name__)
 
 
 def look(cfg: SearchConfig, kind: TrialKind) -> Site:
-    """What the plan needs beyond the flags. The cluster's GPUs are counted only without ``--preset`` (or
-    ``--resume``, which takes the preset the study recorded) where the kind's default preset depends on them:
-    a private local Ray sees this machine's GPUs, a cluster at ``--address`` its own."""
+    """What the plan needs beyond the flags: the clock, this machine's CPUs and, where they decide something,
+    the cluster's GPUs: without ``--gpus-per-trial`` (a trial asks for one GPU where the cluster has GPUs), or
+    without ``--preset`` (the kind's default may depend on them; ``--resume`` takes the recorded one)."""
     site = Site(stamp=time.strftime("%Y%m%d-%H%M%S"), cpus=os.cpu_count() or 1)
-    if cfg.preset is not None or cfg.resume or not kind.counts_gpus:
+    if cfg.gpus_per_trial is not None and (cfg.preset is not None or cfg.resume):
         return site
-    if cfg.address in (None, "local"):
-        import torch  # here: only a trained study without --preset counts GPUs; a simulated one never imports torch
+    return Site(site.stamp, site.cpus, cluster_gpus(cfg.address, kind))
 
-        gpus = float(torch.cuda.device_count())
-    else:
-        connect_address(cfg.address)
-        gpus = float(ray.cluster_resources().get("GPU", 0))
-    return Site(site.stamp, site.cpus, gpus)
+
+def cluster_gpus(address: str | None, kind: TrialKind) -> float:
+    """The GPUs of the Ray this study runs on: a cluster's (at ``--address``, or one this process already
+    joined) as Ray advertises them; for a private local Ray not started yet, this machine's CUDA devices
+    where the kind trains (a simulated study's private Ray counts none: its trials only sleep)."""
+    if ray.is_initialized() or address not in (None, "local"):
+        connect_address(address)  # returns at once where this process already joined one
+        return float(ray.cluster_resources().get("GPU", 0))
+    if not kind.counts_gpus:
+        return 0.0
+    import torch  # here: only a trained study counts CUDA devices; a simulated one never imports torch
+
+    return float(torch.cuda.device_count())
 
 
 def ready(plan: StudyPlan) -> TrialData:
@@ -43,6 +50,8 @@ def ready(plan: StudyPlan) -> TrialData:
         probe_address(res.address)  # a mistyped address fails in seconds, not after tokenizing
     if plan.preset_reason:
         logger.info("no --preset: %s", plan.preset_reason)
+    if plan.gpu_reason:
+        logger.info("%s", plan.gpu_reason)
     data = plan.kind.prepare(plan.study, plan.base, plan.objective)
     connect(res.address, res.cpus_per_trial, res.gpus_per_trial, plan.stores.storage, res.ray_cpus)
     if plan.preset.note:

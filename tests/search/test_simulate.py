@@ -208,3 +208,22 @@ def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdi
     assert all(t.data.tags["status"] == "completed" for t in runs["trial"])
     assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and len(runs["final"]) == 2
     assert (next((elsewhere / "results" / "absa").iterdir()) / "report.md").is_file()
+
+
+@pytest.mark.slow
+def test_on_a_ray_with_gpus_every_simulated_trial_asks_for_one(tmp_path):
+    """A Ray that advertises two (logical) GPUs, no --gpus-per-trial: each trial's resources hold one GPU, and
+    the study says so when it starts."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 2})
+    try:
+        args = ["--simulate", "null", "--trials", "3", "--max-concurrent", "2", "--epochs", "1", "--grace-period", "1"]
+        r = simulated_study(tmp_path, *args, "--address", cluster.address, "--no-finalize", "--no-report")
+    finally:
+        cluster.shutdown()
+    assert "2 GPU(s) in the cluster: each trial asks for one" in r.stdout + r.stderr
+    results = [json.loads(p.read_text().splitlines()[0]) for p in (tmp_path / "ray").glob("absa-*/trial_*/result.json")]
+    assert len(results) == 3 and all(x["gpus_requested"] == 1.0 for x in results), results
+    _, runs = study_runs(tmp_path)
+    assert runs["study"][0].data.params["gpus_per_trial"] == "1.0"

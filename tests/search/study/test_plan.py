@@ -131,3 +131,19 @@ def test_a_study_files_preset_can_set_first_rung_seeds(tmp_path):
         get_study(
             str(example_study(tmp_path / "bad", readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 4\n"))
         )
+
+
+@pytest.mark.parametrize(
+    "asked, cluster, gpus, said",
+    [
+        (None, 2.0, 1.0, "2 GPU(s) in the cluster: each trial asks for one"),
+        (0.0, 2.0, 0.0, "--gpus-per-trial 0 on a cluster with 2 GPU(s): trials train on CPUs only"),
+        (0.5, 2.0, 0.5, ""),
+        (None, 0.0, 0.0, ""),
+    ],
+)
+def test_a_trial_asks_for_one_gpu_where_the_cluster_has_gpus_unless_the_flag_says(asked, cluster, gpus, said):
+    cfg = SearchConfig("absa", preset="smoke", gpus_per_trial=asked)
+    p = plan(cfg, TrainedTrials(), Site("1", 2, gpus=cluster), stores_of(cfg))
+    assert p.resources.gpus_per_trial == p.invocation.gpus_per_trial == gpus
+    assert p.gpu_reason.startswith(said) and bool(p.gpu_reason) == bool(said)
