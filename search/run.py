@@ -95,8 +95,16 @@ def add_stores(p: ArgumentParser) -> None:
         help="how long the tracking server may be unreachable (training goes on, records wait on disk) "
         "before the study stops, resumable with --resume (default: %(default)g)",
     )
-    p.add_argument("--storage", default=SearchConfig.storage, help="Tune storage: shared path or s3://, gs:// URI")
-    p.add_argument("--optuna-storage", default=SearchConfig.optuna_storage, help="Optuna RDB storage URL")
+    p.add_argument(
+        "--storage",
+        default=SearchConfig.storage,
+        help="Tune storage: shared path or s3://, gs:// URI (default: ./ray_results)",
+    )
+    p.add_argument(
+        "--optuna-storage",
+        default=SearchConfig.optuna_storage,
+        help="Optuna RDB storage URL (default: optuna.db in a local --storage, else ./optuna.db)",
+    )
     p.add_argument("--name", help="experiment name (default: STUDY-PRESET-TIMESTAMP; --resume: the latest)")
     p.add_argument("--resume", action="store_true", help="restore an interrupted study")
     p.add_argument("--address", help="Ray cluster address (auto on a cluster; default: a local Ray)")

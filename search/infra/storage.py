@@ -37,12 +37,14 @@ def absolute_sqlite(uri: str) -> str:
 
 def check_storage(storage: str, optuna_storage: str) -> None:
     """``--storage`` and a SQLite ``--optuna-storage`` must be writable, before Ray starts (a typo
-    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy)."""
+    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy); a local
+    ``--storage`` folder is made here."""
     path = local_path(storage)
     if path is not None:
         existing = next(p for p in (path, *path.parents) if p.exists())
         if not writable(existing):
             raise ConfigError(f"--storage {storage}: {existing} is not a writable directory")
+        path.mkdir(parents=True, exist_ok=True)  # Tune would make it later; an Optuna file may live in it
     if optuna_storage.startswith("sqlite:///"):
         folder = Path(optuna_storage[len("sqlite:///") :]).resolve().parent
         if not writable(folder):

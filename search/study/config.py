@@ -25,8 +25,8 @@ class SearchConfig:
     metric: str | None = None  # primary-task metric name or full result key; None: the study's
     mode: str | None = None
     tracking_uri: str = "sqlite:///mlflow.db"
-    storage: str = "ray_results"
-    optuna_storage: str = "sqlite:///optuna.db"
+    storage: str | None = None  # None: ./ray_results
+    optuna_storage: str | None = None  # None: optuna.db in a local --storage folder, else ./optuna.db
     resume: bool = False
     name: str | None = None
     address: str | None = None
@@ -172,4 +172,6 @@ def continuing(cfg: SearchConfig, started: Invocation) -> SearchConfig:
         simulate=started.simulate or None,
         first_rung_seeds=started.first_rung_seeds or None,
         seeds=len(started.seeds),
+        # the Optuna study where the invocation recorded it, unless the flag says (or the record masks a password)
+        optuna_storage=cfg.optuna_storage or (None if "***" in started.optuna_storage else started.optuna_storage),
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from search.infra.storage import absolute_sqlite, storage_path
+from search.infra.storage import absolute_sqlite, local_path, storage_path
 from search.study.config import (
     SearchConfig,
     first_rung_of,
@@ -27,6 +27,9 @@ from spaces import Preset, Study, baseline_choices, thesis_grid
 from trainables.cli import mask_credentials
 from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
 from trainables.fidelity import SeedSchedule, asha_rungs
+
+DEFAULT_STORAGE = "ray_results"  # Tune's experiments without --storage
+DEFAULT_OPTUNA = "sqlite:///optuna.db"  # without --optuna-storage or a local --storage
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,7 @@ class Stores:
     root: str  # ``storage`` as Tune keeps it (absolute, or a URI)
     optuna_storage: str
     tracking_grace: float  # seconds the tracking server may be unreachable
+    artifact_root: str | None  # a new MLflow experiment's artifacts: beside a SQLite store; None: the server's
 
 
 @dataclass(frozen=True)
@@ -124,13 +128,22 @@ class StudyPlan:
 
 
 def stores_of(cfg: SearchConfig) -> Stores:
-    """Where the study keeps things (the runner checks them, and reads a resumed study's record, before the plan)."""
+    """Where the study keeps things (the runner checks them, and reads a resumed study's record, before the plan).
+    Given ``--storage`` and ``--tracking-uri``, nothing lands in the working folder: Optuna's SQLite file goes
+    in a local ``--storage`` folder, MLflow's artifacts beside its SQLite store."""
+    storage = cfg.storage or DEFAULT_STORAGE
+    folder = local_path(cfg.storage) if cfg.storage else None
+    optuna = cfg.optuna_storage or (f"sqlite:///{folder}/optuna.db" if folder else DEFAULT_OPTUNA)
+    tracking = absolute_sqlite(cfg.tracking_uri)
+    sqlite = tracking.startswith("sqlite:///")
+    artifacts = Path(tracking.removeprefix("sqlite:///")).parent / "mlruns" if sqlite else None
     return Stores(
-        absolute_sqlite(cfg.tracking_uri),
-        cfg.storage,
-        storage_path(cfg.storage),
-        absolute_sqlite(cfg.optuna_storage),
+        tracking,
+        storage,
+        storage_path(storage),
+        absolute_sqlite(optuna),
         cfg.tracking_grace,
+        artifacts.as_uri() if artifacts else None,
     )
 
 

@@ -62,18 +62,19 @@ def planned(cfg: SearchConfig, kinds: Kinds) -> StudyPlan:
     """The stores checked, a resumed study's record read, the kind chosen (once), the site looked up: the plan."""
     stores = stores_of(cfg)
     runs.check_tracking_uri(stores.tracking_uri)
-    check_storage(stores.storage, stores.optuna_storage)
     started = recorded(cfg, stores) if cfg.resume else None
     if started is not None:
         warn_ignored_on_resume(cfg)
-        cfg = continuing(cfg, started.invocation)
-    kind = kinds(cfg.simulate or "")  # the study's trial kind, chosen here once
+        cfg = continuing(cfg, started.invocation)  # the preset, data, truth and Optuna storage it recorded
+        stores = stores_of(cfg)
+    kind = kinds(cfg.simulate or "")  # the study's trial kind, chosen here once (a bad truth file fails here)
+    check_storage(stores.storage, stores.optuna_storage)
     return plan(cfg, kind, look(cfg, kind), stores, started)
 
 
 def recorded(cfg: SearchConfig, stores: Stores) -> Started:
     """``--resume``: the study invocation it continues (``--name``, else the latest), as its parent run recorded it."""
-    name = cfg.name or latest_experiment(cfg.storage, cfg.study, cfg.preset)
+    name = cfg.name or latest_experiment(stores.storage, cfg.study, cfg.preset)
     _, parent_run = runs.find_parent(runs.client(stores.tracking_uri), cfg.study, name)
     return Started(name, Invocation.from_params(parent_run.data.params), parent_run.info.run_id)
 

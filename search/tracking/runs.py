@@ -55,9 +55,11 @@ def check_tracking_uri(tracking_uri: str) -> None:
         raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {first[:200]}") from None
 
 
-def start_parent_run(tracking_uri: str, experiment: str, name: str, params: dict[str, Any]) -> str:
+def start_parent_run(
+    tracking_uri: str, experiment: str, name: str, params: dict[str, Any], artifact_root: str | None = None
+) -> str:
     c = client(tracking_uri)
-    experiment = training_experiment(c, experiment)
+    experiment = training_experiment(c, experiment, artifact_root)
     run = c.create_run(experiment, run_name=name, tags={rec.KIND_TAG: rec.STUDY_KIND, rec.TUNE_EXPERIMENT_TAG: name})
     c.log_batch(run.info.run_id, params=[Param(k, param_text(v)) for k, v in params.items()])
     if rec.OBJECTIVE in params:

@@ -227,3 +227,18 @@ def test_on_a_ray_with_gpus_every_simulated_trial_asks_for_one(tmp_path):
     assert len(results) == 3 and all(x["gpus_requested"] == 1.0 for x in results), results
     _, runs = study_runs(tmp_path)
     assert runs["study"][0].data.params["gpus_per_trial"] == "1.0"
+
+
+@pytest.mark.slow
+def test_given_storage_and_tracking_uri_nothing_lands_in_the_working_folder(tmp_path):
+    """No --optuna-storage: Optuna's file goes in the --storage folder, MLflow's artifacts beside its store."""
+    cwd, stores = tmp_path / "cwd", tmp_path / "stores"
+    cwd.mkdir()
+    stores.mkdir()
+    args = ["--simulate", "null", "--trials", "2", "--epochs", "1", "--grace-period", "1", "--no-report"]
+    run = [sys.executable, "-m", "search.run", "absa", *args, "--storage", str(stores / "ray")]
+    run += ["--tracking-uri", f"sqlite:///{stores}/mlflow.db"]
+    r = subprocess.run(run, cwd=cwd, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert list(cwd.iterdir()) == []
+    assert (stores / "ray" / "optuna.db").is_file() and (stores / "mlruns").is_dir()
