@@ -37,20 +37,25 @@ def absolute_sqlite(uri: str) -> str:
 
 def check_storage(storage: str, optuna_storage: str) -> None:
     """``--storage`` and a SQLite ``--optuna-storage`` must be writable, before Ray starts (a typo
-    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy); a local
-    ``--storage`` folder is made here."""
+    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy). An Optuna file
+    in the ``--storage`` folder may wait for it (:func:`make_sqlite_folder`, once the study is checked)."""
     path = local_path(storage)
     if path is not None:
         existing = next(p for p in (path, *path.parents) if p.exists())
         if not writable(existing):
             raise ConfigError(f"--storage {storage}: {existing} is not a writable directory")
-        path.mkdir(parents=True, exist_ok=True)  # Tune would make it later; an Optuna file may live in it
     if optuna_storage.startswith("sqlite:///"):
         folder = Path(optuna_storage[len("sqlite:///") :]).resolve().parent
-        if not writable(folder):
+        if folder != path and not writable(folder):
             raise ConfigError(
                 f"--optuna-storage {mask_credentials(optuna_storage)}: folder {folder} is missing or not writable"
             )
+
+
+def make_sqlite_folder(uri: str) -> None:
+    """The folder of a SQLite database URI, made where missing (SQLite makes the file, not its folder)."""
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///") :]).resolve().parent.mkdir(parents=True, exist_ok=True)
 
 
 def writable(folder: Path) -> bool:

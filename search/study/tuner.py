@@ -13,6 +13,7 @@ from ray import tune
 
 from search.infra import disk
 from search.infra.disk import KEEP_CHECKPOINTS
+from search.infra.storage import make_sqlite_folder
 from search.study.ending import StudyEnd, tracking_unavailable
 from search.study.kind import TrialData
 from search.study.legacy import accept_saved_before_rooms
@@ -100,6 +101,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     stores, objective, epochs = plan.stores, plan.objective, plan.base.epochs
     check_new_name(plan.name, stores.root, stores.optuna_storage)
     data = ready(plan)
+    make_sqlite_folder(stores.optuna_storage)  # a new --storage folder that holds Optuna's file
     say_baseline_moves(plan)
     guard = guard_of(plan)
     searcher = searcher_of(plan)
