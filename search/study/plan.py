@@ -194,7 +194,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         mode=invocation.mode,
         search=invocation.search,
         search_seed=cfg.search_seed,
-        trials=invocation.trials,
+        trials=max(invocation.trials, cfg.trials or 0) if resuming else invocation.trials,
         points=points,
         rungs=rungs,
         resources=resources,

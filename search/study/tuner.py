@@ -15,6 +15,7 @@ from search.infra import disk
 from search.infra.disk import KEEP_CHECKPOINTS
 from search.infra.storage import make_sqlite_folder
 from search.study.ending import StudyEnd, tracking_unavailable
+from search.study.extend import extend_trials
 from search.study.kind import TrialData
 from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name
@@ -88,6 +89,10 @@ def restored_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
         raise ConfigError(f"--resume: {plan.path} holds no restorable Tune experiment")
     logger.info("restoring %s", plan.path)
     guard_of(plan)  # the check only: the guard itself is restored with the experiment
+    if plan.trials > plan.invocation.trials:  # --resume --trials N: more trials than it was started with
+        logger.info(
+            "%s: %d trials in total (started with %d)", plan.name, plan.trials, extend_trials(plan.path, plan.trials)
+        )
     accept_saved_before_rooms()
     trainable = trainable_of(plan, data)
     tuner = tune.Tuner.restore(plan.path, trainable=trainable, resume_unfinished=True, resume_errored=False)

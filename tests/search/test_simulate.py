@@ -242,3 +242,17 @@ def test_given_storage_and_tracking_uri_nothing_lands_in_the_working_folder(tmp_
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     assert list(cwd.iterdir()) == []
     assert (stores / "ray" / "optuna.db").is_file() and (stores / "mlruns").is_dir()
+
+
+@pytest.mark.slow
+def test_resume_with_more_trials_extends_a_finished_study(tmp_path):
+    """12 trials, finished; ``--resume --trials 20`` adds 8 more to the same study, then finalize again."""
+    args = ["--simulate", "null", "--max-concurrent", "4", "--epochs", "1", "--grace-period", "1", "--name", "ext"]
+    simulated_study(tmp_path, *args, "--trials", "12", "--no-report")
+    assert len(study_runs(tmp_path)[1]["trial"]) == 12
+    r = simulated_study(tmp_path, "--resume", "--name", "ext", "--trials", "20", "--no-report")
+    assert "ext: 20 trials in total (started with 12)" in r.stdout + r.stderr
+    _, runs = study_runs(tmp_path)
+    (parent,) = runs["study"]
+    assert len(runs["trial"]) == 20 and all(t.data.tags["status"] == "completed" for t in runs["trial"])
+    assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and parent.info.status == "FINISHED"

@@ -82,7 +82,20 @@ def test_resume_continues_with_the_started_data_whatever_the_flags_say():
     assert (resumed.preset, resumed.epochs, resumed.model, resumed.auxiliary) == ("smoke", 3, started.model, ("sst2",))
     again = plan(resumed, TrainedTrials(), Site("2", 2), stores_of(flags), Started("absa-1", started, "run-id"))
     assert again.base == first.base and again.preset_name == "smoke" and again.name == "absa-1"
-    assert (again.trials, again.seeds, again.mode, again.objective) == (4, (1, 2), "max", first.objective)
+    assert (again.trials, again.seeds, again.mode, again.objective) == (
+        30,
+        (1, 2),
+        "max",
+        first.objective,
+    )  # --trials adds
+    fewer = plan(
+        continuing(SearchConfig("absa", resume=True, trials=2), started),
+        TrainedTrials(),
+        Site("2", 2),
+        stores_of(flags),
+        Started("absa-1", started, "run-id"),
+    )
+    assert fewer.trials == 4  # never fewer than it started with
     assert again.resuming and again.invocation == started and again.parent_run_id == "run-id"
 
 
