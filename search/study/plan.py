@@ -149,9 +149,9 @@ def stores_of(cfg: SearchConfig) -> Stores:
 
 def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started: Started | None = None) -> StudyPlan:
     """The study ``cfg`` asks for, with ``kind``'s trials; on ``--resume``, ``cfg`` is the invocation ``started``
-    as :func:`~search.study.config.continuing` gives it back, and the trials, seeds, objective and mode are the
-    ones it recorded. (Tune restores a resumed study's searcher, scheduler and param space: its points, rungs
-    and seed schedule are not used again.)"""
+    as :func:`~search.study.config.continuing` gives it back, and the seeds, objective, mode and trials are the
+    ones it recorded (more trials where ``--trials`` asks: :mod:`search.study.extend`). Tune restores a resumed
+    study's searcher, scheduler and param space: its points, rungs and seed schedule are not used again."""
     preset_name, preset_reason = (cfg.preset, "") if cfg.preset else kind.default_preset(site.gpus or 0.0)
     study = study_of(cfg, preset_name)
     kind.check(study)
