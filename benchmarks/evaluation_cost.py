@@ -18,6 +18,8 @@ import time
 import torch
 
 from search.study.config import SearchConfig
+from search.study.kind import TrainedTrials
+from search.study.plan import plan_offline
 from trainables.cli import setup_logging
 from trainables.config import SamplingConfig
 from trainables.loop import Trainer, prepare_data
@@ -26,7 +28,8 @@ from trainables.model import load_tokenizer
 
 def measure(study: str, preset: str, data_dir: str | None, model: str | None = None) -> dict:
     cfg = SearchConfig(study, preset=preset, data_dir=data_dir, model=model)
-    s, base = cfg.resolved_study(), cfg.base_config()
+    p = plan_offline(cfg, TrainedTrials())
+    s, base = p.study, p.base
     config = base.with_(
         tasks=(s.primary, *s.candidates), sampling=SamplingConfig(schema="prop"), seed=1, evaluate_test=True
     )

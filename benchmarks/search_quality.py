@@ -65,7 +65,7 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
         "truth": truth.name,
         "study": i,
         "trials": len(study.trials),
-        "completed": sum(t.epoch >= study.prep.base.epochs for t in study.trials),
+        "completed": sum(t.epoch >= study.plan.base.epochs for t in study.trials),
         "seed_epochs": study.seed_epochs,
         "trial_epochs": study.trial_epochs,
         "selected": last.label,
@@ -191,12 +191,12 @@ def setting(truth_name: str, slots: int):
     from search.answer.contenders import objective_metric_of
     from search.simulation.optimum import true_best
     from search.simulation.strategies import GRID
+    from search.simulation.study import simulated_plan
     from search.simulation.truth import load_truth, resolve_truth
-    from search.study.prepare import prepare_simulated
     from spaces import thesis_grid
 
     path = resolve_truth(truth_name)
-    truth, prep = load_truth(path), prepare_simulated(GRID[0].config(path, 0, slots))
+    truth, prep = load_truth(path), simulated_plan(GRID[0].config(path, 0, slots))
     best = true_best(truth, prep.study, prep.base, objective_metric_of(prep.objective, truth.primary) or "")
     return path, truth, best, len(thesis_grid(prep.study, prep.base)) * prep.base.epochs * GRID[0].seeds
 

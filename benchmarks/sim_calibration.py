@@ -36,6 +36,7 @@ def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str
     from search.answer.config import FinalizeConfig
     from search.answer.final import finalize
     from search.run import config_from_args, parser
+    from search.simulation.kind import trial_kind
     from search.study.runner import run
     from trainables.config import ConfigError
 
@@ -44,12 +45,17 @@ def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str
     argv += ["--tracking-uri", f"sqlite:///{folder}/mlflow.db", "--optuna-storage", f"sqlite:///{folder}/optuna.db"]
     argv += ["--storage", str(folder / "ray"), "--name", f"cal-{i}", "--no-finalize", "--no-report"]
     cfg = config_from_args(parser().parse_args(argv))
-    study = run(cfg)
+    study = run(cfg, trial_kind)
     final = FinalizeConfig(
-        "absa", study["name"], 5, study["tracking_uri"], str(folder / "results"), max_concurrent=cfg.max_concurrent
+        "absa",
+        study.name,
+        5,
+        study.plan.stores.tracking_uri,
+        str(folder / "results"),
+        max_concurrent=cfg.max_concurrent,
     )
     try:
-        return finalize(final).headline["verdict"]
+        return finalize(final, trial_kind).headline["verdict"]
     except ConfigError as exc:  # e.g. no completed multitask trial: finalize has no comparison, no verdict
         return f"no comparison ({exc})"
 

@@ -31,7 +31,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from search.study.runner import StudyOutcome
 
 HERE = Path(__file__).resolve().parent / "results"  # what the benchmarks write (benchmarks/README.md links them)
 SEEDS = 3  # the full preset's: a trial epoch is three seed-epochs
@@ -135,9 +138,10 @@ def meters() -> dict[str, Meter]:
     }
 
 
-def run_study(args: argparse.Namespace, folder: Path, uri: str) -> tuple[dict[str, Any], dict[str, Meter], float]:
+def run_study(args: argparse.Namespace, folder: Path, uri: str) -> tuple[StudyOutcome, dict[str, Meter], float]:
     """The study, in this process: what ``search.run`` returns, the meters, and its wall seconds."""
     from search.run import config_from_args, parser, quick_tracking_client
+    from search.simulation.kind import trial_kind
     from search.study.runner import run
 
     truth = truth_file(folder, args.truth, args.epoch_seconds)
@@ -146,7 +150,7 @@ def run_study(args: argparse.Namespace, folder: Path, uri: str) -> tuple[dict[st
     meter = meters()
     started = time.perf_counter()
     try:
-        study = run(cfg)
+        study = run(cfg, trial_kind)
     finally:
         for m in meter.values():
             m.restore()
@@ -192,7 +196,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     with tempfile.TemporaryDirectory(prefix="sim-cost-") as tmp, tracking_store(args.tracking, Path(tmp)) as uri:
         study, meter, wall = run_study(args, Path(tmp), uri)
-        spans, trials, processes = trial_windows(study["path"])
+        spans, trials, processes = trial_windows(study.path)
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     driver_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     results = sum(epochs for _, _, epochs in spans)
@@ -220,7 +224,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "mlflow_records_per_s": round(len(sends) / max(sum(sends), 1e-9), 1),
         "state_saves": len(meter["state_save"].calls),
         "state_save_s": round(sum(s for _, s in meter["state_save"].calls), 2),
-        "interrupted": study["interrupted"],
+        "interrupted": study.interrupted,
         "spans": [[round(a, 2), round(b, 2), e] for a, b, e in spans],
     }
 

@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from search.study.config import SearchConfig
+from search.study.kind import TrainedTrials
+from search.study.plan import plan_offline
 from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
@@ -182,23 +184,19 @@ def estimate(
     measured: dict[str, Any] | None = None,
     ratios: dict[str, float] | None = None,
 ) -> dict:
-    study = cfg.resolved_study()
-    preset = study.preset(cfg.preset)
-    base = cfg.base_config()
+    p = plan_offline(cfg, TrainedTrials())
+    study, base, seeds, trials = p.study, p.base, len(p.seeds), p.trials
     sizes = split_sizes(study, base)
-    seeds = cfg.seeds or len(preset.seeds)
-    trials = cfg.trials or preset.trials
     cost = strategy_cost(study, MEASURED_STRATEGY_COST if ratios is None else ratios)
     per_trial = rows_per_trial(study, base, sizes, seeds, cost)
-    grace, factor = cfg.grace_period or preset.grace_period, cfg.reduction_factor or preset.reduction_factor
-    schedule = cfg.seed_schedule(grace, factor, base.epochs)
+    grace, factor, schedule = p.rungs.grace_period, p.rungs.reduction_factor, p.schedule
     if schedule is None:
         fraction = asha_epoch_fraction(base.epochs, grace, factor)
     else:
         fraction = asha_seed_epoch_fraction(schedule, factor, base.epochs)
     out = {
         "study": study.name,
-        "preset": cfg.preset,
+        "preset": p.preset_name,
         "model": base.encoder.model,
         "epochs": base.epochs,
         "seeds": seeds,
@@ -207,7 +205,7 @@ def estimate(
         "strategy_cost_factor": round(cost, 3),
         "train_equivalent_rows_per_trial": round(per_trial),
         "total_rows_without_pruning": round(per_trial * trials),
-        "first_rung_seeds": cfg.first_rung() or seeds,
+        "first_rung_seeds": schedule.first if schedule else seeds,
         "asha_epoch_fraction": round(fraction, 3),  # of epochs x seeds, with --first-rung-seeds
         "total_rows_with_asha": round(per_trial * trials * fraction),
     }

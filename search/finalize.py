@@ -16,6 +16,10 @@ import logging
 
 from search.answer.config import FinalizeConfig
 from search.answer.final import finalize
+from search.answer.report import build_report
+from search.infra.storage import absolute_sqlite
+from search.simulation.kind import trial_kind
+from search.tracking.runs import check_tracking_uri
 from spaces import get_study
 from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError
@@ -46,10 +50,6 @@ def main() -> int:
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args()
     setup_logging(args.verbose)
-    from search.answer.report import build_report
-    from search.infra.storage import absolute_sqlite
-    from search.tracking.runs import check_tracking_uri
-
     cfg = FinalizeConfig(
         get_study(args.study).name,
         args.name,
@@ -63,7 +63,7 @@ def main() -> int:
         not args.no_register,
     )
     check_tracking_uri(cfg.tracking_uri)
-    result = finalize(cfg)
+    result = finalize(cfg, trial_kind)
     build_report(cfg.study, cfg.tracking_uri, run_name=result.name, out_dir=cfg.out_dir, final=result)
     return 0
 

@@ -1,8 +1,8 @@
 """Study-file keys of issue 19's strategies, read into :class:`~spaces.studies.Study` fields.
 
 Each is off unless the file sets it; :mod:`spaces.study_file` lists these keys beside its own and
-hands them here. Choices are a list (searched) or one string (fixed); ranges ``[LOW, HIGH]``
-(searched) or a number (fixed).
+hands them here (both read values with :mod:`spaces.file_values`). Choices are a list (searched) or one
+string (fixed); ranges ``[LOW, HIGH]`` (searched) or a number (fixed).
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from spaces.file_values import expect, is_number, read_optional_range, read_range
+
 CHOICES = ("bandit_reward", "loss_weighting", "step_modes", "gradients", "unfreeze")  # each a Study field
 RANGES = {"bandit_lr": True, "bandit_explore": False, "unfreeze_every": True}  # key -> searched on a log scale
 STRATEGY_KEYS = (*CHOICES, *RANGES, "bandit_every", "layer_decay")
@@ -18,8 +20,6 @@ STRATEGY_KEYS = (*CHOICES, *RANGES, "bandit_every", "layer_decay")
 
 def read_strategies(path: Path, raw: dict[str, Any]) -> dict[str, Any]:
     """The strategy keys of a study file's top level, as Study fields."""
-    from spaces.study_file import expect, is_number, read_optional_range, read_range
-
     values: dict[str, Any] = {}
     for key in CHOICES:
         if key in raw:

@@ -24,6 +24,16 @@ from typing import Any
 
 import numpy as np
 
+from spaces.file_values import (
+    StudyFileError,
+    expect,
+    is_number,
+    read_batch_sizes,
+    read_optional_range,
+    read_range,
+    read_string,
+    read_strings,
+)
 from spaces.strategy_keys import STRATEGY_KEYS, read_strategies
 from spaces.studies import DEFAULT_PRESETS, Preset, Range, Study
 from trainables.config import TIERS, ConfigError
@@ -33,7 +43,6 @@ BUILTIN = Path(__file__).parent / "builtin"  # package data (pyproject.toml)
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")  # an MLflow experiment and a folder name
 SEARCH = "search"  # ``weights = "search"``
 DEFAULT_WEIGHT = Range(0.125, 8.0, log=True)  # searched weight of an auxiliary, relative to the primary's
-LOG_RANGES = ("lr", "weight")  # searched on a log scale
 KEYS = (
     "name",
     "primary",
@@ -52,68 +61,6 @@ KEYS = (
     "published",
     *STRATEGY_KEYS,  # issue 19's, off unless set
 )
-
-
-class StudyFileError(ConfigError):
-    """A bad study file: one line, ``FILE: KEY: what was expected``."""
-
-    def __init__(self, path: Path | str, key: str, message: str) -> None:
-        super().__init__(f"{path}: {key}: {message}" if key else f"{path}: {message}")
-
-
-# -- values -------------------------------------------------------------------
-def is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def expect(ok: bool, path: Path, key: str, value: Any, what: str) -> None:
-    if not ok:
-        raise StudyFileError(path, key, f"expected {what}, got {value!r}")
-
-
-def read_range(path: Path, key: str, value: Any) -> Range:
-    """``[low, high]`` is searched, a number is fixed (low = high)."""
-    log = key in LOG_RANGES
-    if is_number(value):
-        return Range(float(value), float(value), log)
-    expect(
-        isinstance(value, list) and len(value) == 2 and all(map(is_number, value)),
-        path,
-        key,
-        value,
-        "[LOW, HIGH] (searched) or a number (fixed)",
-    )
-    return Range(float(value[0]), float(value[1]), log)
-
-
-def read_optional_range(path: Path, key: str, value: Any) -> Range | None:
-    """As :func:`read_range`; ``false`` keeps the preset's value (else the thesis default)."""
-    return None if value is False else read_range(path, key, value)
-
-
-def read_batch_sizes(path: Path, key: str, value: Any) -> tuple[int, ...] | None:
-    if value is False:
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        value = [value]
-    expect(
-        isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value),
-        path,
-        key,
-        value,
-        "a list of batch sizes (searched), a batch size (fixed) or false (the preset's)",
-    )
-    return tuple(value)
-
-
-def read_strings(path: Path, key: str, value: Any) -> tuple[str, ...]:
-    expect(isinstance(value, list) and all(isinstance(v, str) for v in value), path, key, value, "a list of strings")
-    return tuple(value)
-
-
-def read_string(path: Path, key: str, value: Any) -> str:
-    expect(isinstance(value, str) and value.strip() != "", path, key, value, "a non-empty string")
-    return value
 
 
 # -- tasks --------------------------------------------------------------------

@@ -30,23 +30,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ray
 import torch
 from ray import tune
 
 from trainables.batching import tokenizer_identity
+from trainables.cli import setup_logging
 from trainables.config import TrainConfig
-from trainables.fidelity import FIDELITY, SEED_COUNT, SeedSchedule
+from trainables.fidelity import SEED_COUNT, SeedSchedule
 from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
 from trainables.results import DIVERGED, FAILURE_REASON, aggregate, seed_values_kept
+from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
 
 
 def placement() -> dict[str, Any]:
     """Where this trial runs, and the device it trains on (see :func:`training_device`)."""
-    import ray
-
     context = ray.get_runtime_context()
     gpus = tune.get_context().get_trial_resources().required_resources.get("GPU", 0) if _in_tune() else 0
     device, fallback = training_device(gpus, torch.cuda.is_available())
@@ -126,40 +127,37 @@ def multitask_trainable(
     signature: str | None = None,
     metric: str | None = None,
 ) -> None:
-    """Tune entry point. ``config``: ``train`` (flat TrainConfig dict), ``seeds``, ``key``.
-    ``metric``: the study's objective, reported as NaN by a diverged trial (also read from
-    ``config["metric"]``), so Tune's check that every result holds it passes.
+    """Tune entry point. ``config``: a :class:`~trainables.trial.TrialConfig` as Tune's dict (``train``, ``seeds``,
+    ``key``, ..., or nested under ``trial``, from ``tune.grid_search`` over whole configs), read back here.
+    ``metric``: the study's objective, reported as NaN by a diverged trial (else the config's ``metric``),
+    so Tune's check that every result holds it passes.
 
-    A config may also nest those under ``trial`` (from ``tune.grid_search`` over whole configs).
     ``data``: every task's tokenized splits, prepared once by the driver and shared through
     the object store (``tune.with_parameters``), used when its ``signature`` matches this
     trial's (:func:`data_signature`); otherwise the trial prepares its own (disk cache).
     """
-    config = {**config, **config.get("trial", {})}
+    trial = TrialConfig.of_tune(config)
     finish_before_exit()
-    from trainables.cli import setup_logging
-
     setup_logging()  # worker process: quiet transformers' progress bars, keep our progress lines
-    seeds = [int(s) for s in config["seeds"]]
+    seeds = list(trial.seeds)
     where = placement()
-    base = TrainConfig.from_dict(config["train"]).with_(device=where["torch_device"])
+    base = trial.train.with_(device=where["torch_device"])
     torch.set_num_threads(max(1, int(tune.get_context().get_trial_resources().required_resources.get("CPU", 1))))
 
     tokenizer = load_tokenizer(base.encoder)
     data = trial_data(base, tokenizer, data, signature)
-    label = str(config.get("label", ""))  # the trial's run name, "t03 sst2+pos square"
+    label = trial.label  # the trial's run name, "t03 sst2+pos square"
 
     def trainer(seed: int) -> Trainer:
         return Trainer(base.with_(seed=seed), data, tokenizer, name=f"{label} seed {seed}".strip())
 
-    trainers = restore(trainer, seeds, str(config.get("key", "")), where["hostname"])
+    trainers = restore(trainer, seeds, trial.key, where["hostname"])
     where["restored_from_epoch"] = trainers[0].epoch if trainers else 0
-    objective = metric or config.get("metric", "objective")
+    objective = metric or trial.metric or "objective"
     primary = data[base.primary].task.name  # "semeval" for the spec "semeval:NLI_M"
-    schedule = SeedSchedule.of_trial(config, len(seeds))
-    counted = bool(config.get(FIDELITY))  # seeds/trained is reported where the study has a schedule
-    reporting = Reporting(objective, primary, where, str(config.get("key", "")), counted)
-    train_and_report(trainers, trainer, seeds, schedule, base.epochs, reporting)
+    counted = trial.fidelity is not None  # seeds/trained is reported where the study has a schedule
+    reporting = Reporting(objective, primary, where, trial.key, counted)
+    train_and_report(trainers, trainer, seeds, trial.schedule(), base.epochs, reporting)
 
 
 def trial_data(

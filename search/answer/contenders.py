@@ -109,19 +109,6 @@ def trial_config(client, run_id: str) -> TrainConfig:
         return TrainConfig.from_dict(json.loads(Path(path).read_text()))
 
 
-def majority_on_test(config: TrainConfig) -> dict[str, float]:
-    """The constant predictor's scores on the primary's test rows as the trials saw them (same limit)."""
-    from trainables.batching import limit_rows
-    from trainables.majority import majority_scores
-    from trainables.tasks import get_task
-
-    task = get_task(config.primary, Path(config.data_dir), config.protocol)
-    rows = task.examples("test")
-    return majority_scores(
-        task, [rows[i] for i in limit_rows(len(rows), config.max_eval_examples, task.group_size, first=True)]
-    )
-
-
 def trial_checkpoint(tune_path: str, trial_id: str | None) -> str:
     """The last checkpoint folder of a study trial (``trial_<id>/checkpoint_*``), local or URI; "" if none."""
     import pyarrow.fs as pafs

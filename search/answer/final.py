@@ -1,4 +1,4 @@
-"""``python -m search.finalize STUDY``: the honest answer at the end of a study.
+"""The honest answer at the end of a study (``search.run``'s last step, or ``python -m search.finalize``).
 
 Does multitask training help the primary task? Takes, by the dev objective (seed mean), the best
 completed trial with an auxiliary task and the best completed single-task trial (the baseline or
@@ -23,13 +23,13 @@ from search.answer.contenders import (
     complete_finals,
     final_checkpoint,
     final_seeds,
-    majority_on_test,
     objective_metric_of,
     trial_config,
 )
 from search.answer.register import register
 from search.answer.retrain import train_missing
 from search.answer.text import fmt
+from search.study.kind import Kinds, TrialKind
 from search.tracking import records as rec
 from search.tracking.records import Invocation
 from spaces import get_study
@@ -39,14 +39,16 @@ logger = logging.getLogger(__name__)
 
 
 # -- orchestration ----------------------------------------------------------------
-def finalize(cfg: FinalizeConfig) -> FinalResult:
-    """Choose, train the fresh seeds, compare, register, write; see the module docstring."""
+def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
+    """Choose, train the fresh seeds, compare, register, write; see the module docstring. ``kinds``: the
+    trial kind of the study's recorded truth file (``search.simulation.kind.trial_kind``)."""
     from search.tracking.runs import client as mlflow_client
     from search.tracking.runs import find_parent, trial_table
 
     client = mlflow_client(cfg.tracking_uri)
     experiment, parent = find_parent(client, cfg.study, cfg.name)
     invocation = Invocation.from_params(parent.data.params)
+    kind = kinds(invocation.simulate)
     name = parent.data.tags.get(rec.TUNE_EXPERIMENT_TAG, parent.info.run_name)
     primary = get_study(cfg.study).primary_name
     table = trial_table(client, experiment.experiment_id, parent)
@@ -67,11 +69,20 @@ def finalize(cfg: FinalizeConfig) -> FinalResult:
         logger.info("%s on dev: %s (%s)", role, row.label, fmt(row.objective, row.objective_std))
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}
     if any(missing.values()):
-        train_missing(cfg, parent.info.run_id, invocation, contenders, missing, primary, seeds)
-    return conclude(cfg, client, parent.info.run_id, invocation, name, seeds, contenders)
+        train_missing(cfg, parent.info.run_id, invocation, contenders, missing, primary, seeds, kind)
+    return conclude(cfg, client, parent.info.run_id, invocation, name, seeds, contenders, kind)
 
 
-def conclude(cfg: FinalizeConfig, client, parent_run_id: str, invocation: Invocation, name: str, seeds, contenders):
+def conclude(
+    cfg: FinalizeConfig,
+    client,
+    parent_run_id: str,
+    invocation: Invocation,
+    name: str,
+    seeds,
+    contenders,
+    kind: TrialKind,
+):
     """Compare on test, register the model, record the numbers on the parent run."""
     winner, opponent = contenders
     study = get_study(cfg.study)
@@ -90,20 +101,13 @@ def conclude(cfg: FinalizeConfig, client, parent_run_id: str, invocation: Invoca
         opponent,
         rows,
         headline,
-        majority=simulated_majority(invocation) if invocation.simulate else majority_on_test(opponent.config),
+        majority=kind.majority_on_test(opponent.config),
         search_seeds=list(invocation.seeds),
     )
-    if cfg.register and not invocation.simulate:  # a simulated trial trained no model
+    if cfg.register and kind.registers_model:  # a simulated trial trained no model
         register(cfg, parent_run_id, result)
     record(client, parent_run_id, result)
     return result
-
-
-def simulated_majority(invocation: Invocation) -> dict[str, float]:
-    """A simulated study's majority floor: its truth file's."""
-    from search.simulation.truth import load_truth
-
-    return dict(load_truth(invocation.simulate).majority)
 
 
 def record(client, parent_run_id: str, result: FinalResult) -> None:

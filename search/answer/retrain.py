@@ -4,7 +4,6 @@ tracker (runs tagged ``kind=final``, ``final_for`` the trial's run), then read b
 from __future__ import annotations
 
 import logging
-import math
 import os
 import time
 from typing import Any
@@ -15,11 +14,13 @@ from search.answer.comparison import Contender
 from search.answer.config import FinalizeConfig
 from search.answer.contenders import collect
 from search.answer.text import list_text
+from search.study.kind import TrialKind
 from search.tracking import records as rec
 from search.tracking.records import Invocation
 from trainables.cli import mask_credentials
 from trainables.config import TrainConfig
 from trainables.results import per_seed
+from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
 
@@ -32,40 +33,40 @@ def train_missing(
     missing: dict[str, list[int]],
     primary: str,
     seeds: list[int],
+    kind: TrialKind,
 ) -> None:
     """Train each contender's missing final seeds to full epochs, scoring test, as Tune trials logged to MLflow."""
     from search.infra.ray_connect import connect_address
     from search.infra.resources import check_request
 
-    simulated_cpus = max(os.cpu_count() or 1, math.ceil(cfg.max_concurrent * cfg.cpus_per_trial))
-    connect_address(cfg.address, simulated_cpus if invocation.simulate else None)  # simulated: slots, not cores
+    connect_address(cfg.address, kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, os.cpu_count() or 1))
     check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
     points = [final_point(c, missing[c.role], invocation.objective) for c in contenders if missing[c.role]]
-    results = fit_final_runs(cfg, parent_run_id, invocation, contenders, points)
+    results = fit_final_runs(cfg, parent_run_id, invocation, contenders, points, kind)
     by_run = {c.row.run_id: c for c in contenders}
     study_experiment = invocation.tune_path.rstrip("/").rpartition("/")[2]
     for result in results:
-        point = result.config["trial"]
-        c = by_run[point["final_for"]]
-        check_complete(result, c.config, point["label"], cfg.study, study_experiment)
-        collect(c, [result_row(result, point["seeds"], invocation.objective)], primary, seeds)
-        c.trained = list(point["seeds"])
+        point = TrialConfig.of_tune(result.config)
+        c = by_run[point.final_for]
+        check_complete(result, c.config, point.label, cfg.study, study_experiment)
+        collect(c, [result_row(result, list(point.seeds), invocation.objective)], primary, seeds)
+        c.trained = list(point.seeds)
 
 
 def final_point(c: Contender, seeds: list[int], objective: str) -> dict[str, Any]:
     """One Tune trial config: the contender's exact config, scoring test this time (the search's trials
     do not), its missing seeds, tagged as a final run."""
     logger.info("finalize trains %s seeds %s to %d epochs", c.row.label, list_text(seeds), c.config.epochs)
-    return {
-        "train": c.config.with_(evaluate_test=True).to_dict(),
-        "seeds": seeds,
-        "key": c.row.canonical_key,
-        "label": f"final {c.role} {c.row.label} seeds {list_text(seeds)}",
-        "baseline": bool(c.row.baseline),
-        "kind": rec.FINAL_KIND,
-        "final_for": c.row.run_id,
-        "metric": objective,
-    }
+    return TrialConfig(
+        train=c.config.with_(evaluate_test=True),
+        seeds=tuple(seeds),
+        key=c.row.canonical_key,
+        label=f"final {c.role} {c.row.label} seeds {list_text(seeds)}",
+        baseline=bool(c.row.baseline),
+        kind=rec.FINAL_KIND,
+        final_for=c.row.run_id,
+        metric=objective,
+    ).to_tune()
 
 
 def fit_final_runs(
@@ -74,6 +75,7 @@ def fit_final_runs(
     invocation: Invocation,
     contenders: list[Contender],
     points: list[dict[str, Any]],
+    kind: TrialKind,
 ):
     """The final runs as one Tune experiment beside the study's; its results once MLflow has them all."""
     from ray import tune
@@ -88,7 +90,7 @@ def fit_final_runs(
     spool = study_spool(spool_path(tune_path), cfg.tracking_uri, parent_run_id)
     tracker = MLflowTracker(cfg.tracking_uri, parent_run_id, epochs, [], objective=objective, spool=str(spool.path))
     tuner = tune.Tuner(
-        final_trainable(cfg, invocation, contenders),
+        kind.final_trainable([c.config for c in contenders], objective, cfg.cpus_per_trial, cfg.gpus_per_trial),
         param_space={"trial": tune.grid_search(points)},
         tune_config=tune.TuneConfig(
             max_concurrent_trials=cfg.max_concurrent, trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"
@@ -108,25 +110,6 @@ def fit_final_runs(
             f"({spool.last_error}): {spool.pending()} records of the final runs wait in {spool.path}"
         )
     return results
-
-
-def final_trainable(cfg: FinalizeConfig, invocation: Invocation, contenders: list[Contender]):
-    """The study's trainable with data that scores test (the search's held none), or the simulated
-    one of a simulated study (its truth file, as the search's trials had it)."""
-    from search.study.tuner import simulated, trainable
-
-    if invocation.simulate:
-        return simulated(invocation.simulate, invocation.objective, cfg.cpus_per_trial, cfg.gpus_per_trial)
-    from trainables.loop import prepare_data
-    from trainables.model import load_tokenizer
-    from trainables.tune import data_signature
-
-    tasks = tuple(dict.fromkeys(t for c in contenders for t in c.config.tasks))
-    everything = contenders[0].config.with_(tasks=tasks, evaluate_test=True)  # the search's data holds no test
-    tokenizer = load_tokenizer(everything.encoder)
-    data = prepare_data(everything, tokenizer)
-    signature = data_signature(everything, tokenizer)
-    return trainable(data, signature, invocation.objective, cfg.cpus_per_trial, cfg.gpus_per_trial)
 
 
 def check_complete(result, config: TrainConfig, label: str, study: str, study_experiment: str) -> None:

@@ -26,6 +26,7 @@ from ray.tune import Callback
 from search.infra.interrupt import interrupt_tune
 from search.infra.storage import local_path
 from trainables.config import TrainConfig
+from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
 
@@ -195,7 +196,7 @@ class StorageGuard(Callback):
     def on_trial_recover(self, iteration: int, trials: list, trial, **info: Any) -> None:
         if disk_full(trial):
             self.drop_partial_checkpoints(trial)
-            label = trial.config.get("label", trial.trial_id)
+            label = TrialConfig.of_tune(trial.config).label or trial.trial_id
             self.stop(
                 f"trial {label} could not write its checkpoint (no space left on device), "
                 f"{size(free_bytes(self.storage) or 0)} free"

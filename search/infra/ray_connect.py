@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import logging
+import socket
 
+import ray
+
+from search.infra.local_ray import loopback_only
+from search.infra.quiet import worker_setup
+from search.infra.resources import check_request
 from search.infra.storage import is_remote_storage
 
 logger = logging.getLogger(__name__)
@@ -11,8 +17,6 @@ logger = logging.getLogger(__name__)
 
 def probe_address(address: str) -> None:
     """A quick TCP probe: ``ray.init`` waits minutes on an address nobody answers."""
-    import socket
-
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
@@ -30,11 +34,6 @@ def connect_address(address: str | None, num_cpus: int | None = None) -> None:
     ``ray.init()`` without an address would join whatever cluster Ray's current-cluster file
     names (another user's ``ray start``, a test's cluster) and die with it; ``"local"`` never does.
     """
-    import ray
-
-    from search.infra.local_ray import loopback_only
-    from search.infra.quiet import worker_setup
-
     if ray.is_initialized():
         return
     if address not in (None, "auto", "local"):
@@ -58,10 +57,6 @@ def connect(
     address: str | None, cpus_per_trial: float, gpus_per_trial: float, storage: str, num_cpus: int | None = None
 ) -> None:
     """Join Ray (:func:`connect_address`), check that one trial fits, warn about a node-local storage."""
-    import ray
-
-    from search.infra.resources import check_request
-
     connect_address(address, num_cpus)
     check_request(cpus_per_trial, gpus_per_trial, local=address in (None, "local"))
     nodes = [n for n in ray.nodes() if n.get("Alive")]

@@ -13,6 +13,9 @@ from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
 
+import ray
+import yaml
+
 from trainables.config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -33,8 +36,6 @@ def shape_text(shape: Shape) -> str:
 
 
 def live_nodes() -> list[dict[str, float]]:
-    import ray
-
     return [dict(n.get("Resources", {})) for n in ray.nodes() if n.get("Alive")]
 
 
@@ -52,8 +53,6 @@ def autoscaler_node_types() -> dict[str, dict[str, float] | None]:
         logger.debug("no cluster config in the GCS: %s", exc)
     path = BOOTSTRAP.expanduser()
     if not types and path.is_file():
-        import yaml
-
         config = yaml.safe_load(path.read_text()) or {}
         head = config.get("head_node_type")
         for name, spec in (config.get("available_node_types") or {}).items():

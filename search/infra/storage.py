@@ -4,6 +4,7 @@ checked before Ray starts.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 from trainables.cli import mask_credentials
@@ -36,7 +37,8 @@ def absolute_sqlite(uri: str) -> str:
 
 def check_storage(storage: str, optuna_storage: str) -> None:
     """``--storage`` and a SQLite ``--optuna-storage`` must be writable, before Ray starts (a typo
-    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy)."""
+    otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy). An Optuna file
+    in the ``--storage`` folder may wait for it (:func:`make_sqlite_folder`, once the study is checked)."""
     path = local_path(storage)
     if path is not None:
         existing = next(p for p in (path, *path.parents) if p.exists())
@@ -44,16 +46,20 @@ def check_storage(storage: str, optuna_storage: str) -> None:
             raise ConfigError(f"--storage {storage}: {existing} is not a writable directory")
     if optuna_storage.startswith("sqlite:///"):
         folder = Path(optuna_storage[len("sqlite:///") :]).resolve().parent
-        if not writable(folder):
+        if folder != path and not writable(folder):
             raise ConfigError(
                 f"--optuna-storage {mask_credentials(optuna_storage)}: folder {folder} is missing or not writable"
             )
 
 
+def make_sqlite_folder(uri: str) -> None:
+    """The folder of a SQLite database URI, made where missing (SQLite makes the file, not its folder)."""
+    if uri.startswith("sqlite:///"):
+        Path(uri[len("sqlite:///") :]).resolve().parent.mkdir(parents=True, exist_ok=True)
+
+
 def writable(folder: Path) -> bool:
     """Whether a file can be created in ``folder`` (by trying: root passes permission checks on /proc)."""
-    import tempfile
-
     try:
         with tempfile.TemporaryFile(dir=folder):
             return True

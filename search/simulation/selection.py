@@ -66,19 +66,19 @@ class Pick:
 def selections(study: SimulatedStudy, truth: Truth) -> list[Pick]:
     """The selection after every trial's end, in time order: the study's best-so-far curve (the last is
     what the study recommends when it ends)."""
-    metric = objective_metric_of(study.prep.objective, truth.primary)
+    metric = objective_metric_of(study.plan.objective, truth.primary)
     if metric is None:
-        raise ConfigError(f"objective {study.prep.objective}: not a dev metric of {truth.primary}, no true score")
+        raise ConfigError(f"objective {study.plan.objective}: not a dev metric of {truth.primary}, no true score")
     by_id = {t.trial_id: t for t in study.trials}
     rows: list[dict[str, Any]] = []
     picks: list[Pick] = []
     for event in study.events:
         if event.kind != "end":
             continue
-        rows.append(trial_row(by_id[event.trial_id], study.prep.objective, study.prep.base.epochs))
+        rows.append(trial_row(by_id[event.trial_id], study.plan.objective, study.plan.base.epochs))
         if rows[-1]["status"] != COMPLETED and picks:
             continue  # a stopped trial changes no selection
-        row = selected(pd.DataFrame(rows), study.mode)
+        row = selected(pd.DataFrame(rows), study.plan.mode)
         if row is None:
             continue
         config = TrainConfig.from_dict(by_id[row.trial_id].config["train"])

@@ -1,5 +1,6 @@
-"""One simulated study from a :class:`SearchConfig`: the searcher, scheduler and first points built as
-``search.run`` builds them (``search.study.tuner``), run on the :class:`Backend`'s simulated clock."""
+"""One simulated study from a :class:`SearchConfig`: planned as ``search.run`` plans it (:func:`search.study.plan.
+plan`), its searcher, scheduler and first points built from the plan as ``search.study.tuner`` builds them, run
+on the :class:`Backend`'s simulated clock."""
 
 from __future__ import annotations
 
@@ -7,24 +8,24 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import optuna
 from ray.tune.schedulers import TrialScheduler
 
 from search.simulation.backend import Backend, Event, SeedCount, all_seeds
+from search.simulation.kind import SimulatedTrials
 from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
-from search.study.prepare import Prepared, prepare_simulated
-from search.study.tuner import first_points, rungs_of, sampler_of, scheduler_of, searcher_of
+from search.study.plan import StudyPlan, plan_offline
+from search.study.tuner import sampler_of, scheduler_of, searcher_of
 from trainables.fidelity import FIDELITY, SeedSchedule
 
 
 @dataclass(frozen=True)
 class SimulatedStudy:
-    """What one simulated study did: its trials (creation order), its events, and its setting."""
+    """What one simulated study did: its trials (creation order), its events, and its plan."""
 
-    cfg: SearchConfig
-    prep: Prepared
-    mode: str
+    plan: StudyPlan
     trials: list[SimTrial]
     events: list[Event]
     searcher: Any  # the CanonicalOptunaSearch it drove (its Optuna study: ``searcher._ot_study``)
@@ -38,25 +39,26 @@ class SimulatedStudy:
         return sum(t.epoch for t in self.trials)
 
 
-def searcher_for(
-    cfg: SearchConfig, prep: Prepared, mode: str, points: list[dict[str, Any]], multivariate: bool = False
-):
+def simulated_plan(cfg: SearchConfig) -> StudyPlan:
+    """``cfg``'s plan with simulated trials (``cfg.simulate``: the truth file): what ``search.run`` would run."""
+    return plan_offline(cfg, SimulatedTrials(cfg.simulate or ""))
+
+
+def searcher_for(study_plan: StudyPlan, multivariate: bool = False):
     """``search.study.tuner.searcher_of``'s searcher in an in-memory Optuna storage: an RDB's commits
     would cost more than the rest of a simulated trial. ``multivariate``: see ``sampler_of``."""
-    import optuna
-
-    name = f"simulated-{cfg.search}-{cfg.search_seed}"
+    name = f"simulated-{study_plan.search}-{study_plan.search_seed}"
     storage = optuna.storages.InMemoryStorage()
-    return searcher_of(cfg, prep, name, mode, points, storage=storage, sampler=sampler_of(cfg, multivariate))
+    return searcher_of(study_plan, storage=storage, sampler=sampler_of(study_plan, multivariate), name=name)
 
 
-SchedulerOf = Callable[[SearchConfig, Prepared], TrialScheduler]  # what search.study.tuner.scheduler_of is
+SchedulerOf = Callable[[StudyPlan], TrialScheduler]  # what search.study.tuner.scheduler_of is
 
 
-def scheduled_seeds(cfg: SearchConfig, prep: Prepared) -> SeedCount:
+def scheduled_seeds(study_plan: StudyPlan) -> SeedCount:
     """Seeds a trial's epoch reports, as ``trainables.tune`` counts them: the study's seed schedule
     (``--first-rung-seeds``; the baseline every seed), else every seed."""
-    schedule = cfg.seed_schedule(*rungs_of(cfg, prep))
+    schedule = study_plan.schedule
     if schedule is None:
         return all_seeds
 
@@ -75,27 +77,24 @@ def simulate(
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
-    scheduler from the study (another scheduler class plugs in here); ``seed_count``: how many of a
+    scheduler from the plan (another scheduler class plugs in here); ``seed_count``: how many of a
     trial's seeds report each epoch (:mod:`search.simulation.backend`); None: the study's own (every
     seed, or its seed schedule with ``--first-rung-seeds``); ``multivariate``: see :func:`searcher_for`."""
-    prep = prepare_simulated(cfg)
-    mode = cfg.mode or prep.study.mode
-    points = first_points(cfg, prep)
-    trials = len(points) if cfg.search == "grid" else (cfg.trials or prep.preset.trials)
-    asha = scheduler(cfg, prep)
-    asha.set_search_properties(prep.objective, mode)  # as tune.run does
-    searcher = searcher_for(cfg, prep, mode, points, multivariate)
+    study_plan = simulated_plan(cfg)
+    asha = scheduler(study_plan)
+    asha.set_search_properties(study_plan.objective, study_plan.mode)  # as tune.run does
+    searcher = searcher_for(study_plan, multivariate)
     backend = Backend(
         searcher,
         asha,
         truth,
-        prep.objective,
-        prep.base.epochs,
-        cfg.seed_list(),
-        trials,
-        cfg.max_concurrent,
+        study_plan.objective,
+        study_plan.base.epochs,
+        list(study_plan.seeds),
+        study_plan.trials,
+        study_plan.resources.max_concurrent,
         seconds_per_epoch=truth.time.seconds_per_epoch or 1.0,  # 0 in a truth means "no sleep"; any unit will do
-        seed_count=seed_count or scheduled_seeds(cfg, prep),
+        seed_count=seed_count or scheduled_seeds(study_plan),
     )
     found = backend.run()
-    return SimulatedStudy(cfg, prep, mode, found, backend.events, searcher)
+    return SimulatedStudy(study_plan, found, backend.events, searcher)

@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import ray
 from ray import tune
 
 from search.simulation.truth import Truth, load_truth
-from trainables.config import TrainConfig
-from trainables.fidelity import FIDELITY, SEED_COUNT, SeedSchedule
+from trainables.fidelity import SEED_COUNT
+from trainables.trial import TrialConfig
 
 STATE = "state.json"
 
@@ -34,15 +35,13 @@ def cached_truth(path: str) -> Truth:
 
 
 def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | None = None) -> None:
-    """Tune entry point: ``config`` as :func:`trainables.tune.multitask_trainable` takes it
-    (``train``, ``seeds``, ``key``, ``label``, or nested under ``trial``); ``truth``: the truth file."""
-    config = {**config, **config.get("trial", {})}
+    """Tune entry point: ``config`` as :func:`trainables.tune.multitask_trainable` takes it (a
+    :class:`~trainables.trial.TrialConfig` as Tune's dict); ``truth``: the truth file."""
+    trial = TrialConfig.of_tune(config)
     model = cached_truth(truth)
-    seeds = [int(s) for s in config["seeds"]]
-    base = TrainConfig.from_dict(config["train"])
-    key = str(config.get("key", ""))
-    objective = metric or config.get("metric", "objective")
-    schedule = SeedSchedule.of_trial(config, len(seeds))
+    seeds, base, key = list(trial.seeds), trial.train, trial.key
+    objective = metric or trial.metric or "objective"
+    schedule = trial.schedule()
     state = restored_state()
     where = placement(state["epoch"])
     # seeds trained so far; a checkpoint from before seed schedules holds every seed
@@ -55,7 +54,7 @@ def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | N
         trained = n
         metrics: dict[str, Any] = model.trial_metrics(base, key, seeds[:trained], epoch, objective)
         metrics.update(epoch=epoch, **where)
-        if config.get(FIDELITY):
+        if trial.fidelity is not None:
             metrics[SEED_COUNT] = trained
         with tempfile.TemporaryDirectory() as directory:
             (Path(directory) / STATE).write_text(json.dumps({"epoch": epoch, "seeds": trained}))
@@ -74,15 +73,13 @@ def restored_state() -> dict[str, int]:
 
 def placement(restored_from: int) -> dict[str, Any]:
     """Where the trial ran, under the keys the real trainable reports."""
-    import ray
-
     return {
         "node_id": ray.get_runtime_context().get_node_id(),
         "node_ip": ray.util.get_node_ip_address(),
         "hostname": socket.gethostname(),
         "device": "simulated",
         "torch_device": "none",
-        "gpus_requested": 0.0,
+        "gpus_requested": float(tune.get_context().get_trial_resources().required_resources.get("GPU", 0)),
         "cpu_fallback": False,
         "restored_from_epoch": restored_from,
     }

@@ -24,17 +24,18 @@ import logging
 import signal
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+
+import optuna
+from optuna.trial import TrialState
+from ray import tune
 
 from search.study.names import resume_command
+from search.study.plan import StudyPlan
 from search.tracking.outcome import TUNE_ENDED
 from search.tracking.records import END_REASON, RESUME_TAG, STATUS_TAG
 from search.tracking.sink import open_trial_runs
 from search.tracking.spool import Spool
 from trainables.cli import mask_credentials
-
-if TYPE_CHECKING:
-    from search.study.config import SearchConfig
 
 logger = logging.getLogger(__name__)
 
@@ -54,19 +55,21 @@ class StudyEnd:
     optuna_storage: str = ""
     spool: Spool | None = None  # set by :meth:`opened`
     signal_name: str | None = None  # SIGTERM, when that stopped the study
+    resume: str = ""  # the command that continues the study (the plan's); "": its name alone
     done: bool = field(default=False, init=False)
 
-    def opened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str) -> None:
+    def opened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str, resume: str = "") -> None:
         """The parent run is open: from here on an ending must close it."""
         self.spool, self.name, self.tune_path, self.optuna_storage = spool, name, tune_path, optuna_storage
+        self.resume = resume
 
-    def reopened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str) -> None:
+    def reopened(self, spool: Spool, name: str, tune_path: str, optuna_storage: str, resume: str = "") -> None:
         """``--resume``, just before Tune runs: the parent run RUNNING again, its ending's tags gone."""
         spool.put({"op": "start", "trial": None, "clear_tags": [END_REASON, RESUME_TAG]})
-        self.opened(spool, name, tune_path, optuna_storage)
+        self.opened(spool, name, tune_path, optuna_storage, resume)
 
     def resume_command(self) -> str:
-        return resume_command(self.study, self.name)
+        return self.resume or resume_command(self.study, self.name)
 
     def watch_signals(self) -> None:
         """SIGTERM ends the study as Ctrl-C does (the handler ``ray.init`` installs exits at once,
@@ -146,8 +149,6 @@ def saved_unfinished(tune_path: str) -> set[str] | None:
     Tune saved no state to restore."""
     if not tune_path:
         return None
-    from ray import tune
-
     try:
         if not tune.Tuner.can_restore(tune_path):
             return None
@@ -159,9 +160,6 @@ def saved_unfinished(tune_path: str) -> set[str] | None:
 def end_optuna_trials(storage: str, name: str, reason: str, resume: str | None) -> list[int]:
     """Optuna trials still RUNNING: kept for ``resume`` (the study's user attribute ``ended``
     names them), or, with nothing to resume, failed with ``reason``. Returns their numbers."""
-    import optuna
-    from optuna.trial import TrialState
-
     try:
         study = optuna.load_study(study_name=name, storage=storage)
     except Exception:  # no Optuna study yet, or its storage unreadable: nothing of ours is in it
@@ -177,11 +175,10 @@ def end_optuna_trials(storage: str, name: str, reason: str, resume: str | None) 
     return running
 
 
-def tracking_unavailable(
-    spool: Spool, cfg: SearchConfig, name: str, what: str = "stopped with its state saved"
-) -> Exception:
+def tracking_unavailable(spool: Spool, plan: StudyPlan, what: str = "stopped with its state saved") -> Exception:
+    stores = plan.stores
     return TrackingUnavailable(
-        f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable for over {cfg.tracking_grace:g} s "
-        f"({spool.last_error}): study {name} {what}, {spool.pending()} records wait in {spool.path}; once the "
-        f"server answers, continue with: {resume_command(cfg.study, name)}"
+        f"MLflow tracking server {mask_credentials(stores.tracking_uri)} unreachable for over "
+        f"{stores.tracking_grace:g} s ({spool.last_error}): study {plan.name} {what}, {spool.pending()} records "
+        f"wait in {spool.path}; once the server answers, continue with: {plan.resume_command}"
     )

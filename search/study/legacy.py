@@ -1,8 +1,10 @@
 """Tune experiments saved before ``search/`` was split into rooms, restorable by ``--resume``.
 
 ``Tuner.restore`` unpickles the searcher, scheduler and callbacks that ``search.run`` gave the
-Tuner, by the module paths they had when the study started. Before the split those were flat
-modules (``search.searcher``, ``search.tracking``, ...); this maps them onto the new ones.
+Tuner (and a simulated study's trainable and truth, where a pickle holds them), by the module paths
+they had when the study started. Before the split those were flat modules (``search.searcher``,
+``search.tracking``, ...) and simulated trials lived in ``trainables/simulated/``; this maps them
+onto the new ones.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ MOVED = {
     "search.progress": "search.study.progress",
     "search.disk": "search.infra.disk",
     "search.outcome": "search.tracking.outcome",
+    # simulated trials moved from trainables/simulated/ to search/simulation/ (commit 2b525fe)
+    "trainables.simulated": "search.simulation",
+    "trainables.simulated.tune": "search.simulation.trainable",
+    "trainables.simulated.truth": "search.simulation.truth.model",
+    "trainables.simulated.reading": "search.simulation.truth.reading",
 }
 # a flat module that became a package of the same name: the classes it held, by their new module
 BECAME_PACKAGES = {"search.tracking": {"MLflowTracker": "search.tracking.tracker"}}

@@ -7,7 +7,11 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
+
+import optuna
 
 from search.infra.storage import storage_path
 from search.study.config import SearchConfig
@@ -28,18 +32,17 @@ def latest_experiment(storage: str, study: str, preset: str | None) -> str:
     return os.path.basename(found[-1])
 
 
-def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
-    """A new study must not reuse an experiment's name: Tune, Optuna and MLflow would mix them."""
-    import optuna
-
+def check_new_name(name: str, storage: str, optuna_storage: str) -> None:
+    """A new study must not reuse an experiment's name (``storage``: Tune's, absolute): Tune, Optuna and
+    MLflow would mix them."""
     taken = "://" not in storage and Path(storage, name).exists()
-    sqlite_file = cfg.optuna_storage[len("sqlite:///") :] if cfg.optuna_storage.startswith("sqlite:///") else None
+    sqlite_file = optuna_storage[len("sqlite:///") :] if optuna_storage.startswith("sqlite:///") else None
     if not taken and (sqlite_file is None or Path(sqlite_file).is_file()):  # asking would create a new file
         try:
-            taken = name in optuna.get_all_study_names(cfg.optuna_storage)
+            taken = name in optuna.get_all_study_names(optuna_storage)
         except Exception as exc:  # an unreachable Optuna storage is bad input too
             raise ConnectionError(
-                f"--optuna-storage {mask_credentials(cfg.optuna_storage)}: "
+                f"--optuna-storage {mask_credentials(optuna_storage)}: "
                 f"{mask_credentials(str(exc).splitlines()[0][:200])}"
             ) from None
     if taken:
@@ -47,8 +50,8 @@ def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
 
 
 def warn_ignored_on_resume(cfg: SearchConfig) -> None:
-    fixed = {
-        "--trials": cfg.trials,
+    """The flags given with ``--resume`` that it ignores: it continues the study as it was started."""
+    fixed = {  # --trials adds trials up to its number (search.study.extend)
         "--search": cfg.search if cfg.search != "tpe" else None,
         "--epochs": cfg.epochs,
         "--model": cfg.model,
@@ -63,6 +66,7 @@ def warn_ignored_on_resume(cfg: SearchConfig) -> None:
         logger.warning("--resume continues the study as it was started: ignoring %s", ", ".join(given))
 
 
-def resume_command(study: str, name: str) -> str:
-    """The command that continues the study invocation ``name``."""
-    return f"python -m search.run {study} --resume --name {name}"
+def resume_command(study: str, name: str, flags: Sequence[str] = ()) -> str:
+    """The command that continues the study invocation ``name`` (``study``: its file, or a built-in's name;
+    ``flags``: those that locate or define it), quoted for a shell."""
+    return shlex.join(["python", "-m", "search.run", study, "--resume", "--name", name, *flags])

@@ -23,6 +23,7 @@ from spaces import Study, apply_choices, baseline_choices, canonical, canonical_
 from spaces.canonical import flatten
 from trainables.config import TrainConfig
 from trainables.results import DIVERGED
+from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +67,14 @@ class CanonicalOptunaSearch(OptunaSearch):
                 name = run_name(ot_trial.number, config, key == self.baseline_key)
                 ot_trial.set_user_attr("run_name", name)
                 ot_trial.set_user_attr("canonical_key", key)
-                return {
-                    "train": config.to_dict(),
-                    "key": key,
-                    "label": name,
-                    "number": ot_trial.number,
-                    "choices": flatten(choices),
-                    "baseline": key == self.baseline_key,
-                }
+                return TrialConfig(
+                    train=config,
+                    key=key,
+                    label=name,
+                    number=ot_trial.number,
+                    choices=flatten(choices),
+                    baseline=key == self.baseline_key,
+                ).to_tune()
             # a repeat: park its Optuna trial under another id and answer it from the first
             duplicate = f"{trial_id}~dup{attempt}"
             self._ot_trials[duplicate] = self._ot_trials.pop(trial_id)

@@ -8,9 +8,14 @@ from __future__ import annotations
 import logging
 import math
 import os
+import urllib.error
+import urllib.request
 from typing import Any
 
+import mlflow.exceptions
 import pandas as pd
+from mlflow import MlflowClient
+from mlflow.entities import Param
 
 from search.tracking import records as rec
 from search.tracking.records import Invocation, TrialParams
@@ -22,20 +27,13 @@ logger = logging.getLogger(__name__)
 
 
 def client(tracking_uri: str):
-    from mlflow import MlflowClient
-
     return MlflowClient(tracking_uri=tracking_uri)
 
 
 def check_tracking_uri(tracking_uri: str) -> None:
     """Fail fast (before any trial) when the store cannot be reached."""
-    import mlflow.exceptions
-
     if tracking_uri.startswith(("http://", "https://")):
         # the REST client retries with back-off for minutes; one short probe says enough
-        import urllib.error
-        import urllib.request
-
         try:
             urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=5).close()
         except urllib.error.HTTPError:
@@ -57,12 +55,12 @@ def check_tracking_uri(tracking_uri: str) -> None:
         raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {first[:200]}") from None
 
 
-def start_parent_run(tracking_uri: str, experiment: str, name: str, params: dict[str, Any]) -> str:
+def start_parent_run(
+    tracking_uri: str, experiment: str, name: str, params: dict[str, Any], artifact_root: str | None = None
+) -> str:
     c = client(tracking_uri)
-    experiment = training_experiment(c, experiment)
+    experiment = training_experiment(c, experiment, artifact_root)
     run = c.create_run(experiment, run_name=name, tags={rec.KIND_TAG: rec.STUDY_KIND, rec.TUNE_EXPERIMENT_TAG: name})
-    from mlflow.entities import Param
-
     c.log_batch(run.info.run_id, params=[Param(k, param_text(v)) for k, v in params.items()])
     if rec.OBJECTIVE in params:
         share_trial_view(c, experiment, name, run.info.run_id, params.get("mode", "max"))

@@ -12,6 +12,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import mlflow.exceptions
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+
 from search.infra.storage import local_path
 from search.tracking.spool import Spool, Unreachable, records
 from trainables.cli import mask_credentials
@@ -28,7 +32,7 @@ def spool_path(tune_path: str) -> Path:
     ``--storage`` (which takes no appends), in the local cache under the experiment's name."""
     local = local_path(tune_path)
     if local is None:
-        from trainables.batching import default_cache_dir
+        from trainables.batching import default_cache_dir  # here: it imports torch, which a simulated study never does
 
         return default_cache_dir() / "spool" / f"{tune_path.rstrip('/').rpartition('/')[2]}-{SPOOL_FILE}"
     return local / SPOOL_FILE
@@ -83,8 +87,6 @@ class MlflowSink:
     @property
     def client(self):
         if self._client is None:
-            from mlflow import MlflowClient
-
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
         return self._client
 
@@ -95,8 +97,6 @@ class MlflowSink:
         return self._experiment_id
 
     def send(self, record: dict[str, Any]) -> None:
-        import mlflow.exceptions
-
         try:
             getattr(self, f"_{record['op']}")(record)
         except mlflow.exceptions.MlflowException as exc:
@@ -112,8 +112,6 @@ class MlflowSink:
             raise
 
     def _start(self, r: dict[str, Any]) -> None:
-        from mlflow.entities import Param
-
         run_id = self.parent_run_id if r["trial"] is None else self._find(r["trial"])
         if run_id is None:
             run_id = self.client.create_run(self.experiment_id, run_name=r["name"], tags=r["tags"]).info.run_id
@@ -131,8 +129,6 @@ class MlflowSink:
             self.client.log_dict(run_id, value, name)
 
     def _log(self, r: dict[str, Any]) -> None:
-        from mlflow.entities import Metric, RunTag
-
         run_id = self._run(r["trial"])
         metrics = [Metric(k, v, stamp, step) for k, v, stamp, step in r.get("metrics", [])]
         tags = [RunTag(k, v) for k, v in r.get("tags", {}).items()]
@@ -145,8 +141,6 @@ class MlflowSink:
         self.client.set_terminated(run_id, r["state"])
 
     def _tags(self, run_id: str, tags: dict[str, str]) -> None:
-        from mlflow.entities import RunTag
-
         if tags:
             self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
 

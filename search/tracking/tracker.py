@@ -24,8 +24,8 @@ from search.tracking.outcome import FAILED, outcome_of
 from search.tracking.records import CONFIG_ARTIFACT, END_REASON, RESUME_TAG, STATUS_TAG, TrialParams
 from search.tracking.sink import study_spool
 from search.tracking.spool import Spool
-from trainables.config import TrainConfig
 from trainables.results import DIVERGED, FAILURE_REASON
+from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
 
@@ -85,29 +85,29 @@ class MLflowTracker(Callback):
         if trial.trial_id in self.started:
             return
         self.started.add(trial.trial_id)
-        cfg = {**trial.config, **trial.config.get("trial", {})}
+        cfg = TrialConfig.of_tune(trial.config)
         tags = {
             rec.PARENT_TAG: self.parent_run_id,
             rec.TRIAL_ID_TAG: trial.trial_id,
-            rec.KIND_TAG: cfg.get("kind", rec.TRIAL_KIND),
-            rec.CANONICAL_KEY_TAG: cfg.get("key", ""),
+            rec.KIND_TAG: cfg.kind or rec.TRIAL_KIND,
+            rec.CANONICAL_KEY_TAG: cfg.key,
             STATUS_TAG: "running",
             rec.EPOCHS_TAG: "0",
-            rec.BASELINE_TAG: str(bool(cfg.get("baseline", False))).lower(),
+            rec.BASELINE_TAG: str(cfg.baseline).lower(),
         }
-        if cfg.get("number") is not None:
-            tags[rec.TRIAL_NUMBER_TAG] = str(cfg["number"])
-        if cfg.get("final_for"):  # seeds search.finalize trained for that trial's config
-            tags[rec.FINAL_FOR_TAG] = cfg["final_for"]
-        params = TrialParams.of(TrainConfig.from_dict(cfg["train"]), cfg.get("seeds", self.seeds)).to_params()
+        if cfg.number is not None:
+            tags[rec.TRIAL_NUMBER_TAG] = str(cfg.number)
+        if cfg.final_for:  # seeds search.finalize trained for that trial's config
+            tags[rec.FINAL_FOR_TAG] = cfg.final_for
+        params = TrialParams.of(cfg.train, cfg.seeds or self.seeds).to_params()
         self.spool.put(
             {
                 "op": "start",
                 "trial": trial.trial_id,
-                "name": cfg.get("label", trial.trial_id),
+                "name": cfg.label or trial.trial_id,
                 "tags": tags,
                 "params": params,
-                "artifacts": {CONFIG_ARTIFACT: cfg["train"]},
+                "artifacts": {CONFIG_ARTIFACT: cfg.train.to_dict()},
                 "reopen_tags": {STATUS_TAG: "running"},
                 "clear_tags": [END_REASON, RESUME_TAG],
             }

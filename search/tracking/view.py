@@ -18,10 +18,11 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 SHARED_VIEW_PREFIX = "mlflow.sharedViewState."
 
 
-def training_experiment(c, name: str) -> str:
-    """The study's experiment (created on first use), marked as model training, not GenAI."""
+def training_experiment(c, name: str, artifact_root: str | None = None) -> str:
+    """The study's experiment (created on first use, its artifacts under ``artifact_root``, else where the
+    tracking store says), marked as model training, not GenAI."""
     found = c.get_experiment_by_name(name)
-    experiment = found.experiment_id if found else c.create_experiment(name)
+    experiment = found.experiment_id if found else c.create_experiment(name, artifact_location=artifact_root)
     if not found or found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
         c.set_experiment_tag(experiment, *EXPERIMENT_KIND)
     return experiment

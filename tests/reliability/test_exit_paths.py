@@ -23,7 +23,7 @@ from optuna.trial import TrialState
 
 # 2 minutes of CI's 15; the same endings without Ray: test_study_end.py; Ctrl-C and resume: test_study.py
 pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.extended]
-RESUME = "python -m search.run absa --resume --name exits"
+RESUME = "python -m search.run absa --resume --name exits --storage "  # then the study's stores
 # search.run with a bug in the driver's own code, in the Tune loop (an error in a callback's
 # trial hooks Tune turns into a trial failure; one in on_step_begin ends the driver): it strikes
 # once a trial has finished and the next one has reported an epoch
@@ -44,13 +44,15 @@ def assert_ended(tmp, db, state: str, reason: str, earlier: tuple[str, ...] = ()
     everything = runs(db)
     (parent,) = [r for r in everything if r["tags"].get("kind") == "study"]
     assert [r["name"] for r in everything if r["status"] == "RUNNING"] == [], everything
-    assert (parent["status"], parent["tags"].get("end_reason"), parent["tags"].get("resume")) == (state, reason, RESUME)
+    assert (parent["status"], parent["tags"].get("end_reason")) == (state, reason)
+    assert parent["tags"].get("resume", "").startswith(RESUME), parent["tags"]
     for run in everything:
         if run["tags"].get("kind") == "trial" and run["status"] != "FINISHED":
             assert run["status"] == "KILLED" and run["tags"]["status"] == "interrupted", run
             assert run["tags"]["end_reason"] in (reason, *earlier), run
     running, ended = optuna_running(tmp, "exits")
-    assert running == ended["running_trials"] and ended["resume"] == RESUME and reason in ended["reason"], ended
+    assert running == ended["running_trials"] and reason in ended["reason"], ended
+    assert ended["resume"].startswith(RESUME), ended
 
 
 def test_crash_then_sigterm_leave_nothing_running_and_resume_finishes(tmp_path, tiny_bert, record_property):

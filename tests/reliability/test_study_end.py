@@ -6,6 +6,8 @@ Ray's SIGTERM handler)."""
 import os
 import signal
 import time
+from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import mlflow
@@ -15,8 +17,11 @@ from optuna.trial import TrialState
 
 import search.study.ending
 import search.study.runner
+from search.simulation.kind import trial_kind
 from search.study.config import SearchConfig
 from search.study.ending import StudyEnd
+from search.study.kind import TrainedTrials
+from search.study.plan import plan_offline
 from search.tracking.runs import start_parent_run
 from search.tracking.sink import study_spool
 from search.tracking.spool import unsent
@@ -47,7 +52,7 @@ def test_a_failing_driver_ends_its_runs_and_trials(store, monkeypatch, fault, re
     storage = f"sqlite:///{tmp}/optuna-{fault}.db"
     optuna.create_study(study_name=fault, storage=storage).ask()  # a trial Tune would have run
 
-    def body(cfg, end: StudyEnd):
+    def body(cfg, kinds, end: StudyEnd):
         parent = start_parent_run(uri, "absa", fault, {"objective": "train/loss/mean"})
         spool = study_spool(tmp / fault / "spool.jsonl", uri, parent)
         end.opened(spool, fault, "", storage)  # no Tune state saved: nothing to resume
@@ -64,7 +69,7 @@ def test_a_failing_driver_ends_its_runs_and_trials(store, monkeypatch, fault, re
 
     monkeypatch.setattr(search.study.runner, "run_study", body)
     with pytest.raises(type(error)):
-        search.study.runner.run(SearchConfig("absa", tracking_uri=uri))
+        search.study.runner.run(SearchConfig("absa", tracking_uri=uri), trial_kind)
 
     client = mlflow.MlflowClient(uri)
     experiment = client.get_experiment_by_name("absa")
@@ -89,12 +94,12 @@ def test_a_refusal_before_the_parent_run_touches_nothing(store, monkeypatch):
     storage = f"sqlite:///{tmp}/optuna-early.db"
     optuna.create_study(study_name="early", storage=storage).ask()
 
-    def body(cfg, end):
+    def body(cfg, kinds, end):
         raise ConfigError("--metric 'bogus': expected one of ...")  # prepare() refuses, after Ray started
 
     monkeypatch.setattr(search.study.runner, "run_study", body)
     with pytest.raises(ConfigError):
-        search.study.runner.run(SearchConfig("absa", tracking_uri=uri))
+        search.study.runner.run(SearchConfig("absa", tracking_uri=uri), trial_kind)
     study = optuna.load_study(study_name="early", storage=storage)
     assert [t.state for t in study.trials] == [TrialState.RUNNING] and "ended" not in study.user_attrs
 
@@ -122,7 +127,7 @@ def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(s
     optuna.create_study(study_name="down", storage=storage)
     path = tmp / "down" / "spool.jsonl"
 
-    def body(cfg, end: StudyEnd):
+    def body(cfg, kinds, end: StudyEnd):
         spool = study_spool(path, "http://127.0.0.1:9", "parent-run-id", grace_s=1)  # nothing listens on port 9
         end.opened(spool, "down", "", storage)
         spool.put({"op": "start", "trial": "t1", "name": "t00 baseline", "tags": {}})
@@ -130,7 +135,7 @@ def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(s
 
     monkeypatch.setattr(search.study.runner, "run_study", body)
     with pytest.raises(ZeroDivisionError):
-        search.study.runner.run(SearchConfig("absa", tracking_uri=uri))
+        search.study.runner.run(SearchConfig("absa", tracking_uri=uri), trial_kind)
     ends = [(r["trial"], r["state"], r["tags"]["end_reason"]) for r in unsent(path) if r["op"] == "end"]
     assert ends == [
         ("t1", "KILLED", "ZeroDivisionError: division by zero"),
@@ -141,7 +146,10 @@ def test_a_crash_with_the_tracking_server_down_leaves_its_endings_in_the_spool(s
 
 def test_the_outage_line_names_the_tracking_uri_without_its_password():
     spool = SimpleNamespace(last_error="Connection refused", pending=lambda: 3, path="ray/absa-1/mlflow-spool.jsonl")
-    cfg = SearchConfig("absa", tracking_uri="https://me:s3cret@mlflow.example.org", tracking_grace=60)
-    line = str(search.study.ending.tracking_unavailable(spool, cfg, "absa-1"))
+    cfg = SearchConfig("absa", preset="smoke", tracking_uri="https://me:s3cret@mlflow.example.org", tracking_grace=60)
+    plan = plan_offline(replace(cfg, name="absa-1"), TrainedTrials())
+    line = str(search.study.ending.tracking_unavailable(spool, plan))
     assert "https://me:***@mlflow.example.org unreachable for over 60 s (Connection refused)" in line
-    assert "s3cret" not in line and line.endswith("python -m search.run absa --resume --name absa-1")
+    resume = "python -m search.run absa --resume --name absa-1 --storage"
+    assert "s3cret" not in line and resume in line
+    assert line.endswith(" --optuna-storage sqlite:///" + str(Path.cwd() / "optuna.db"))

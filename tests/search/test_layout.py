@@ -1,5 +1,6 @@
-"""search/ as rooms: imports point one way (CLIs, simulation, answer, study, tracking, infra), no cycle (imports
-inside functions included), no function over 60 lines, the report without Ray, pre-split experiments."""
+"""The tree's layout: packages import one way (benchmarks, search, spaces, trainables), search/'s rooms too (CLIs,
+simulation, answer, study, tracking, infra), no cycle anywhere (imports inside functions included), Ray and
+MLflow only where allowed, no function over 60 lines, the report without Ray, pre-split experiments restore."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("benchmarks", "search", "spaces", "trainables")  # the tree; each imports only those after it
+BELOW = {"benchmarks": PACKAGES, "search": ("search", "spaces", "trainables"), "spaces": ("spaces", "trainables")}
+BELOW["trainables"] = ("trainables",)  # the core trains with search/, its Ray, Optuna and MLflow absent
 # a room imports only rooms below it, and itself; simulation drives study's searcher and scheduler in process
 # and scores their pick with answer's choose
 ROOMS = {"simulation": 4, "answer": 3, "study": 2, "tracking": 1, "infra": 0}
@@ -19,6 +23,12 @@ CLI = 5  # search.run, search.report, ...: the top
 # the simulated trial (its truth and its Tune trainable) stands where trainables/ does for a trained one: below
 # every room, importing none of them; the rest of simulation (backend, strategies, calibration) is the top room
 LEAVES = ("search.simulation.truth", "search.simulation.trainable")
+# who may import what outside the project (STYLE.md practice 1): Ray only in the Tune wrappers and search/
+# (benchmarks.sim_cost meters Tune's own controller and reads its saved trials), MLflow only in search/
+ALLOWED = {
+    "ray": ("search", "trainables.tune", "benchmarks.sim_cost"),
+    "mlflow": ("search",),
+}
 
 
 def module_of(path: Path) -> str:
@@ -26,21 +36,34 @@ def module_of(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def sources() -> dict[str, ast.Module]:
+    return {module_of(p): ast.parse(p.read_text()) for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+
+
+def imported(tree: ast.Module, names: set[str]) -> set[str]:
+    """Every module ``tree`` imports, anywhere in its body (functions and ``TYPE_CHECKING`` blocks too):
+    a project module where ``names`` knows it (``from search.tracking import records`` names a module)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                found.add(sub if sub in names else node.module)
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+def imports() -> dict[str, set[str]]:
+    """Every module of the tree -> everything it imports."""
+    trees = sources()
+    names = set(trees)
+    return {module: imported(tree, names) - {module} for module, tree in trees.items()}
+
+
 def modules() -> dict[str, set[str]]:
-    """Every search module -> the search modules it imports, anywhere in its body."""
-    names = {module_of(p) for p in (ROOT / "search").rglob("*.py")}
-    edges: dict[str, set[str]] = {}
-    for path in (ROOT / "search").rglob("*.py"):
-        found = set()
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "search":
-                for alias in node.names:  # `from search.tracking import records` names a module
-                    sub = f"{node.module}.{alias.name}"
-                    found.add(sub if sub in names else node.module)
-            elif isinstance(node, ast.Import):
-                found |= {a.name for a in node.names if a.name.split(".")[0] == "search"}
-        edges[module_of(path)] = found - {module_of(path)}
-    return edges
+    """Every module of the tree -> the project modules it imports."""
+    return {m: {t for t in targets if t.split(".")[0] in PACKAGES} for m, targets in imports().items()}
 
 
 def level(module: str) -> int:
@@ -50,17 +73,40 @@ def level(module: str) -> int:
     return ROOMS.get(parts[1], CLI) if len(parts) > 2 else CLI
 
 
-def test_imports_point_down_only():
+def test_search_rooms_import_down_only():
     upward = [
         f"{a} -> {b}"
         for a, targets in modules().items()
+        if a.startswith("search.")
         for b in targets
-        if b != "search" and (level(b) > level(a) or (level(a) == CLI and level(b) == CLI))
+        if b.startswith("search.") and (level(b) > level(a) or (level(a) == CLI and level(b) == CLI))
     ]
     assert not upward, upward
 
 
-def test_no_import_cycle():
+def test_packages_import_down_only():
+    """benchmarks -> search -> spaces -> trainables: trainables/ imports nothing of the others."""
+    upward = [
+        f"{a} -> {b}"
+        for a, targets in modules().items()
+        for b in targets
+        if b.split(".")[0] not in BELOW[a.split(".")[0]]
+    ]
+    assert not upward, upward
+
+
+@pytest.mark.parametrize("library", sorted(ALLOWED))
+def test_ray_and_mlflow_only_where_allowed(library):
+    found = [
+        f"{a} imports {b}"
+        for a, targets in imports().items()
+        for b in targets
+        if b.split(".")[0] == library and not any(a == p or a.startswith(p + ".") for p in ALLOWED[library])
+    ]
+    assert not found, found
+
+
+def test_no_import_cycle_anywhere():
     edges, state, cycles = modules(), {}, []
 
     def visit(node: str, path: list[str]) -> None:
@@ -76,6 +122,12 @@ def test_no_import_cycle():
         if node not in state:
             visit(node, [node])
     assert not cycles, cycles
+
+
+def test_the_checks_see_function_level_imports():
+    """The walk finds an import inside a function (the circles this test guards against hid there)."""
+    tree = ast.parse("def f():\n    from spaces.study_file import expect\n")
+    assert imported(tree, {"spaces.study_file"}) == {"spaces.study_file"}
 
 
 @pytest.mark.parametrize("package", ["search", "trainables", "spaces", "benchmarks"])
@@ -99,6 +151,8 @@ def test_an_experiment_saved_before_the_split_restores_its_pickled_classes():
     """Tune pickles the Tuner's searcher, scheduler and callbacks by module path (protocol 0 globals
     below, as a pickle of the old layout names them); --resume maps the old paths first."""
     from search.infra.disk import StorageGuard
+    from search.simulation.trainable import simulated_trainable
+    from search.simulation.truth import Truth, load_truth
     from search.study.legacy import accept_saved_before_rooms
     from search.study.progress import TrialLines
     from search.study.scheduler import BaselineKeepingASHA
@@ -111,6 +165,9 @@ def test_an_experiment_saved_before_the_split_restores_its_pickled_classes():
         ("search.tracking", "MLflowTracker"): MLflowTracker,
         ("search.progress", "TrialLines"): TrialLines,
         ("search.disk", "StorageGuard"): StorageGuard,
+        ("trainables.simulated.tune", "simulated_trainable"): simulated_trainable,
+        ("trainables.simulated.truth", "Truth"): Truth,
+        ("trainables.simulated.reading", "load_truth"): load_truth,
     }
     accept_saved_before_rooms()
     for (module, name), cls in old.items():

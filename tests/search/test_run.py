@@ -2,6 +2,7 @@
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -205,7 +206,10 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     _, (parent,), before = runs(tmp_path)
     # nothing left RUNNING: what --resume continues is KILLED and says so
     assert (parent.info.status, parent.data.tags["end_reason"]) == ("KILLED", "interrupted (Ctrl-C)")
-    assert parent.data.tags["resume"] == "python -m search.run absa --resume --name resumable"
+    stores = ["--storage", str(tmp_path / "ray"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
+    stores += ["--optuna-storage", f"sqlite:///{tmp_path}/optuna.db"]
+    resume = ["python", "-m", "search.run", "absa", "--resume", "--name", "resumable", *stores]
+    assert parent.data.tags["resume"] == shlex.join(resume)
     assert not [c for c in before if c.info.status == "RUNNING"] and all(
         c.data.tags["status"] == "interrupted" for c in before if c.info.status == "KILLED"
     )

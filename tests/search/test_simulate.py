@@ -4,6 +4,10 @@ and --resume; a bad truth refused before Ray."""
 
 import json
 import math
+import os
+import re
+import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -13,11 +17,15 @@ import numpy as np
 import pytest
 from conftest import study_env, study_stores
 
+from search.simulation.kind import SimulatedTrials, trial_kind
+from search.simulation.study import simulated_plan
 from search.simulation.truth import load_truth, resolve_truth
-from search.study.config import SearchConfig
+from search.study.config import SearchConfig, continuing
+from search.study.kind import TrainedTrials
+from search.study.plan import plan_offline
 from search.study.scheduler import flat
 from search.tracking.records import Invocation
-from trainables.config import TrainConfig
+from trainables.config import ConfigError, TrainConfig
 
 
 def no_torch(tmp: Path) -> dict:
@@ -89,14 +97,24 @@ def test_a_bad_truth_stops_before_ray_in_one_line(tmp_path):
 
 def test_the_truth_is_recorded_for_finalize_and_resume():
     truth = resolve_truth("three_better")
-    cfg = SearchConfig("absa", preset="full", simulate=truth)
-    params = cfg.invocation("/tmp/ray/absa-x", 10).to_params()
+    plan = simulated_plan(SearchConfig("absa", simulate=truth, max_concurrent=64))
+    params = plan.invocation.to_params()
     started = Invocation.from_params(params)
-    assert started.simulate == truth
-    assert SearchConfig("absa", resume=True).continuing(started).simulate == truth  # --resume simulates again
+    assert started.simulate == truth and started.preset == "full"  # a simulated study's default preset
+    assert continuing(SearchConfig("absa", resume=True), started).simulate == truth  # --resume simulates again
+    assert isinstance(trial_kind(truth), SimulatedTrials) and isinstance(trial_kind(""), TrainedTrials)
     old = {k: v for k, v in params.items() if k != "simulate"}  # a study recorded before --simulate existed
     assert Invocation.from_params(old).simulate == ""
-    assert cfg.simulated_cpus() >= cfg.max_concurrent and SearchConfig("absa").simulated_cpus() is None
+    trained = plan_offline(SearchConfig("absa"), TrainedTrials())
+    assert plan.resources.ray_cpus == 64 and trained.resources.ray_cpus is None
+    assert plan.kind.model_bytes == 0 and not plan.kind.registers_model
+
+
+def test_a_truth_of_another_primary_is_refused_in_one_line(tmp_path):
+    other = tmp_path / "other.toml"
+    other.write_text(Path(resolve_truth("null")).read_text().replace('primary = "semeval"', 'primary = "sentihood"'))
+    with pytest.raises(ConfigError, match="its primary is 'sentihood', study absa's 'semeval'"):
+        simulated_plan(SearchConfig("absa", simulate=str(other)))
 
 
 @pytest.mark.slow
@@ -148,3 +166,93 @@ def test_a_30_trial_study_at_8_slots_recovers_the_truth(tmp_path):
     assert abs(np.mean(first)) < 3 * sd / math.sqrt(30)
     assert 0.6 * sd < np.std(first, ddof=1) < 1.5 * sd and max(map(abs, first)) < 4 * sd
     assert abs(np.mean(gains) - truth.learning.gap) < 0.01  # luck is shared by the epochs: only noise differs
+
+
+@pytest.mark.slow
+def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdict(tmp_path):
+    """Ctrl-C after the first trial; the line the study prints, pasted in another folder, finishes it with
+    the preset it started with, then finalize and the report (seconds: an epoch of 3 seeds sleeps 1 s)."""
+    truth = tmp_path / "slow.toml"
+    truth.write_text(Path(resolve_truth("three_better")).read_text().replace("scale = 0.0 ", "scale = 0.00556 "))
+    args = ["--simulate", str(truth), "--trials", "8", "--max-concurrent", "2", "--epochs", "2", "--grace-period", "2"]
+    run = [sys.executable, "-m", "search.run", "absa", *args, *study_stores(tmp_path)]
+    proc = subprocess.Popen(
+        run,
+        cwd=tmp_path,
+        env=no_torch(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if re.match(r"\[t\d\d\] ", line):
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, "".join(seen)[-2000:] + rest[-3000:]
+    (command,) = re.findall(r"continue it with: (.+)", rest)
+    python, *argv = shlex.split(command)
+    assert python == "python" and argv[:3] == ["-m", "search.run", "absa"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = subprocess.run(
+        [sys.executable, *argv], cwd=elsewhere, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    _, runs = study_runs(tmp_path)
+    (parent,) = runs["study"]
+    assert parent.data.params["preset"] == "full" and len(runs["trial"]) == 8
+    assert all(t.data.tags["status"] == "completed" for t in runs["trial"])
+    assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and len(runs["final"]) == 2
+    assert (next((elsewhere / "results" / "absa").iterdir()) / "report.md").is_file()
+
+
+@pytest.mark.slow
+def test_on_a_ray_with_gpus_every_simulated_trial_asks_for_one(tmp_path):
+    """A Ray that advertises two (logical) GPUs, no --gpus-per-trial: each trial's resources hold one GPU, and
+    the study says so when it starts."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 2})
+    try:
+        args = ["--simulate", "null", "--trials", "3", "--max-concurrent", "2", "--epochs", "1", "--grace-period", "1"]
+        r = simulated_study(tmp_path, *args, "--address", cluster.address, "--no-finalize", "--no-report")
+    finally:
+        cluster.shutdown()
+    assert "2 GPU(s) in the cluster: each trial asks for one" in r.stdout + r.stderr
+    results = [json.loads(p.read_text().splitlines()[0]) for p in (tmp_path / "ray").glob("absa-*/trial_*/result.json")]
+    assert len(results) == 3 and all(x["gpus_requested"] == 1.0 for x in results), results
+    _, runs = study_runs(tmp_path)
+    assert runs["study"][0].data.params["gpus_per_trial"] == "1.0"
+
+
+@pytest.mark.slow
+def test_given_storage_and_tracking_uri_nothing_lands_in_the_working_folder(tmp_path):
+    """No --optuna-storage: Optuna's file goes in the --storage folder, MLflow's artifacts beside its store."""
+    cwd, stores = tmp_path / "cwd", tmp_path / "stores"
+    cwd.mkdir()
+    stores.mkdir()
+    args = ["--simulate", "null", "--trials", "2", "--epochs", "1", "--grace-period", "1", "--no-report"]
+    run = [sys.executable, "-m", "search.run", "absa", *args, "--storage", str(stores / "ray")]
+    run += ["--tracking-uri", f"sqlite:///{stores}/mlflow.db"]
+    r = subprocess.run(run, cwd=cwd, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert list(cwd.iterdir()) == []
+    assert (stores / "ray" / "optuna.db").is_file() and (stores / "mlruns").is_dir()
+
+
+@pytest.mark.slow
+def test_resume_with_more_trials_extends_a_finished_study(tmp_path):
+    """12 trials, finished; ``--resume --trials 20`` adds 8 more to the same study, then finalize again."""
+    args = ["--simulate", "null", "--max-concurrent", "4", "--epochs", "1", "--grace-period", "1", "--name", "ext"]
+    simulated_study(tmp_path, *args, "--trials", "12", "--no-report")
+    assert len(study_runs(tmp_path)[1]["trial"]) == 12
+    r = simulated_study(tmp_path, "--resume", "--name", "ext", "--trials", "20", "--no-report")
+    assert "ext: 20 trials in total (started with 12)" in r.stdout + r.stderr
+    _, runs = study_runs(tmp_path)
+    (parent,) = runs["study"]
+    assert len(runs["trial"]) == 20 and all(t.data.tags["status"] == "completed" for t in runs["trial"])
+    assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and parent.info.status == "FINISHED"

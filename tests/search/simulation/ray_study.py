@@ -30,5 +30,5 @@ def ray_trials(tmp: Path, *flags: str) -> list[tuple]:
 
 def backend_trials(study: SimulatedStudy) -> list[tuple]:
     """The same for a study the backend ran (``max_epochs``: the study's epochs)."""
-    rows = [trial_row(t, study.prep.objective, study.prep.base.epochs) for t in study.trials]
+    rows = [trial_row(t, study.plan.objective, study.plan.base.epochs) for t in study.trials]
     return [(r["label"], t.config["key"], r["status"], t.epoch, r["objective"]) for r, t in zip(rows, study.trials)]

@@ -4,21 +4,21 @@
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from search.simulation.backend import Backend
-from search.simulation.study import searcher_for
+from search.simulation.study import searcher_for, simulated_plan
 from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
-from search.study.prepare import prepare_simulated
-from search.study.tuner import first_points
 
 
 def backend(scheduler, trials: int, slots: int, seeds: int, **kw) -> Backend:
     """The thesis grid's first ``trials`` points (a fixed order), 2 epochs, 60 s per seed-epoch."""
     path = resolve_truth("three_better")
     cfg = SearchConfig("absa", preset="full", simulate=path, search="grid", seeds=seeds, epochs=2)
-    prep = prepare_simulated(cfg)
-    searcher = searcher_for(cfg, prep, "max", first_points(cfg, prep))
-    scheduler.set_search_properties(prep.objective, "max")
-    return Backend(searcher, scheduler, load_truth(path), prep.objective, 2, cfg.seed_list(), trials, slots, 60.0, **kw)
+    plan = simulated_plan(cfg)
+    searcher = searcher_for(plan)
+    scheduler.set_search_properties(plan.objective, "max")
+    return Backend(
+        searcher, scheduler, load_truth(path), plan.objective, 2, list(plan.seeds), trials, slots, 60.0, **kw
+    )
 
 
 def test_two_slots_three_trials_in_the_hand_worked_order():

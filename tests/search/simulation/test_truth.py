@@ -139,11 +139,13 @@ def test_the_strategies_of_absa_plus_have_effects_only_where_they_act():
     import optuna
 
     from search.study.config import SearchConfig
+    from search.study.kind import TrainedTrials
+    from search.study.plan import plan_offline
     from spaces import apply_choices, canonical, define_space
 
     truth = load_truth(resolve_truth("strategies"))
-    cfg = SearchConfig("absa-plus", preset="full")
-    study, base = cfg.resolved_study(), cfg.base_config()
+    plan = plan_offline(SearchConfig("absa-plus", preset="full"), TrainedTrials())
+    study, base = plan.study, plan.base
     sampler = optuna.samplers.RandomSampler(seed=0)
     opt = optuna.create_study(sampler=sampler)
     seen = set()

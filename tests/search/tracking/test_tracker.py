@@ -5,12 +5,15 @@ import io
 import json
 import math
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import mlflow
 import pytest
 
 from search.study.config import SearchConfig
+from search.study.kind import TrainedTrials
+from search.study.plan import plan_offline
 from search.study.progress import StudyStatus, TrialLines, status_line
 from search.tracking.records import CONFIG_ARTIFACT, TrialParams
 from search.tracking.runs import find_parent, start_parent_run, trial_table
@@ -57,9 +60,8 @@ def result(epoch, per_seed, seeds, config):
 def study(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # artifacts of a sqlite store go under ./mlruns
     uri = f"sqlite:///{tmp_path}/mlflow.db"
-    started = SearchConfig("absa", preset="smoke", seeds=2, metric="acc_4way").invocation(
-        str(tmp_path / "absa-smoke-1"), 2
-    )
+    cfg = SearchConfig("absa", preset="smoke", seeds=2, metric="acc_4way", trials=2, storage=str(tmp_path))
+    started = plan_offline(replace(cfg, name="absa-smoke-1"), TrainedTrials()).invocation
     parent = start_parent_run(uri, "absa", "absa-smoke-1", started.to_params())
     tracker = MLflowTracker(
         uri, parent, max_epochs=2, seeds=[1, 2], objective=OBJECTIVE, spool=tmp_path / "spool.jsonl"

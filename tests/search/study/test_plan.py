@@ -1,0 +1,162 @@
+"""A study invocation's plan: the base TrainConfig it builds, the record it leaves in the parent run, what
+--resume takes from that record; the flags validated before any of it."""
+
+from dataclasses import replace
+
+import pytest
+
+from search.study.config import SearchConfig, continuing
+from search.study.kind import TrainedTrials
+from search.study.plan import Site, Started, plan, plan_offline, stores_of
+from search.tracking.records import Invocation
+from spaces import Range, get_study
+from spaces.studies import DEFAULT_PRESETS
+from trainables.config import ConfigError
+
+
+def planned(cfg: SearchConfig, path: str = "/x/absa-1"):
+    """``cfg``'s plan of trained trials, its Tune experiment at ``path``."""
+    root, _, name = path.rpartition("/")
+    return plan_offline(replace(cfg, storage=root, name=name), TrainedTrials())
+
+
+def test_base_config_is_the_preset_scale_with_the_flags_on_top(tmp_path):
+    preset = get_study("absa").preset("smoke")
+    p = planned(SearchConfig("absa", preset="smoke", data_dir=str(tmp_path)))
+    base = p.base
+    assert (base.epochs, base.max_train_examples, base.encoder.max_seq_length) == (
+        preset.epochs,
+        preset.max_train_examples,
+        preset.max_seq_length,
+    )
+    assert base.tasks == (preset.primary,) == (p.study.primary,) and base.data_dir == str(tmp_path.resolve())
+    flagged = planned(SearchConfig("absa", preset="smoke", epochs=7, model="tiny-bert", precision="bf16")).base
+    assert (flagged.epochs, flagged.encoder.model, flagged.precision) == (7, "tiny-bert", "bf16")
+
+
+def test_without_a_preset_the_kind_chooses_it_from_the_clusters_gpus_and_says_why():
+    stores = stores_of(SearchConfig("absa"))
+    gpu = plan(SearchConfig("absa"), TrainedTrials(), Site("1", 2, gpus=4.0), stores)
+    cpu = plan(SearchConfig("absa"), TrainedTrials(), Site("1", 2, gpus=0.0), stores)
+    assert (gpu.preset_name, cpu.preset_name) == ("full", "smoke") and gpu.name == "absa-full-1"
+    assert gpu.preset_reason.startswith("4 GPU(s) in the cluster") and "no GPU" in cpu.preset_reason
+    given = plan(SearchConfig("absa", preset="smoke"), TrainedTrials(), Site("1", 2, gpus=4.0), stores)
+    assert given.preset_name == "smoke" and given.preset_reason == ""
+
+
+def test_a_preset_lr_range_is_searched_unless_the_flag_or_the_study_says_otherwise():
+    smoke = get_study("absa").preset("smoke")
+    assert planned(SearchConfig("absa", preset="smoke")).study.lr == smoke.lr_range == Range(5e-5, 2e-4, log=True)
+    assert DEFAULT_PRESETS["smoke"].lr_range is None  # a study file's own lr range stands unless its preset says
+    assert planned(SearchConfig("absa", preset="full")).study.lr == get_study("absa").lr  # full: the study's
+    flagged = planned(SearchConfig("absa", preset="smoke", lr_range=(1e-5, 3e-5))).study
+    assert flagged.lr == Range(1e-5, 3e-5, log=True)
+
+
+def test_invocation_round_trips_through_mlflow_params_and_masks_credentials():
+    cfg = SearchConfig(
+        "absa",
+        preset="smoke",
+        seeds=3,
+        auxiliary=("sst2", "pos"),
+        metric="acc_3way",
+        optuna_storage="postgresql://ann:s3cret@db.example/optuna",
+        gpus_per_trial=0.25,
+    )
+    started = planned(replace(cfg, trials=12), "s3://ann:s3cret@bucket/absa-smoke-1").invocation
+    params = started.to_params()
+    assert all(isinstance(v, str) for v in params.values())
+    assert "s3cret" not in "".join(params.values())
+    assert params["seeds"] == "1,2,3" and params["candidates"] == "sst2,pos" and params["trials"] == "12"
+    assert params["objective"] == "semeval/dev/acc_3way/mean" and params["mode"] == "max"
+    assert Invocation.from_params(params) == started
+    with pytest.raises(ConfigError, match="lack mode, model"):
+        Invocation.from_params({k: v for k, v in params.items() if k not in ("mode", "model")})
+
+
+def test_resume_continues_with_the_started_data_whatever_the_flags_say():
+    first = planned(SearchConfig("absa", preset="smoke", epochs=3, auxiliary=("sst2",), trials=4, seeds=2))
+    started = first.invocation
+    flags = SearchConfig("absa", resume=True, epochs=9, model="other", trials=30, mode="min")
+    resumed = continuing(flags, started)
+    assert (resumed.preset, resumed.epochs, resumed.model, resumed.auxiliary) == ("smoke", 3, started.model, ("sst2",))
+    again = plan(resumed, TrainedTrials(), Site("2", 2), stores_of(flags), Started("absa-1", started, "run-id"))
+    assert again.base == first.base and again.preset_name == "smoke" and again.name == "absa-1"
+    assert (again.trials, again.seeds, again.mode, again.objective) == (
+        30,
+        (1, 2),
+        "max",
+        first.objective,
+    )  # --trials adds
+    fewer = plan(
+        continuing(SearchConfig("absa", resume=True, trials=2), started),
+        TrainedTrials(),
+        Site("2", 2),
+        stores_of(flags),
+        Started("absa-1", started, "run-id"),
+    )
+    assert fewer.trials == 4  # never fewer than it started with
+    assert again.resuming and again.invocation == started and again.parent_run_id == "run-id"
+
+
+def test_first_rung_seeds_is_checked_recorded_and_kept_on_resume():
+    cfg = SearchConfig("absa", preset="full", first_rung_seeds=1, grace_period=1, reduction_factor=2, epochs=4)
+    schedule = planned(cfg).schedule  # K = 3 seeds
+    assert (schedule.seeds, schedule.first, schedule.rungs, schedule.growth) == (3, 1, (1, 2), 2)
+    assert planned(SearchConfig("absa", preset="full")).schedule is None  # off: every seed throughout
+    started = planned(cfg).invocation
+    assert started.to_params()["first_rung_seeds"] == "1"
+    assert Invocation.from_params(started.to_params()) == started
+    assert planned(SearchConfig("absa", preset="full")).invocation.to_params()["first_rung_seeds"] == "0"
+    old = {k: v for k, v in started.to_params().items() if k != "first_rung_seeds"}  # a study started before
+    assert Invocation.from_params(old).first_rung_seeds == 0
+    resumed = continuing(SearchConfig("absa", resume=True, first_rung_seeds=2), started)
+    assert resumed.first_rung_seeds == 1 and resumed.seeds == 3
+    five = planned(SearchConfig("absa", preset="full", seeds=5, first_rung_seeds=4)).invocation
+    assert continuing(SearchConfig("absa", resume=True), five).first_rung_seeds == 4  # K = 5 from the started study
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(preset="full", first_rung_seeds=4), "--first-rung-seeds 4: expected 1 to 3"),
+        (dict(seeds=2, first_rung_seeds=3), "--first-rung-seeds 3: expected 1 to 2"),
+        (dict(first_rung_seeds=0), "--first-rung-seeds 0: expected >= 1"),
+        (dict(preset="full", first_rung_seeds=1, metric="semeval/dev/acc_4way/std"), "is no seed mean to pair"),
+    ],
+)
+def test_bad_first_rung_seeds_are_one_line(kw, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        SearchConfig("absa", **kw)
+    assert "\n" not in str(info.value)
+
+
+def test_a_study_files_preset_can_set_first_rung_seeds(tmp_path):
+    from conftest import example_study, readme_study_file
+
+    path = str(example_study(tmp_path, readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 2\n"))
+    assert planned(SearchConfig(path, preset="full")).schedule.first == 2
+    assert planned(SearchConfig(path, preset="full", first_rung_seeds=1)).schedule.first == 1  # the flag wins
+    assert planned(SearchConfig(path, preset="full")).invocation.first_rung_seeds == 2
+    with pytest.raises(ConfigError, match="preset full first_rung_seeds 2: expected 1 to 1"):
+        SearchConfig(path, preset="full", seeds=1)
+    with pytest.raises(ConfigError, match="first_rung_seeds 4: expected 1 to 3"):
+        get_study(
+            str(example_study(tmp_path / "bad", readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 4\n"))
+        )
+
+
+@pytest.mark.parametrize(
+    "asked, cluster, gpus, said",
+    [
+        (None, 2.0, 1.0, "2 GPU(s) in the cluster: each trial asks for one"),
+        (0.0, 2.0, 0.0, "--gpus-per-trial 0 on a cluster with 2 GPU(s): trials train on CPUs only"),
+        (0.5, 2.0, 0.5, ""),
+        (None, 0.0, 0.0, ""),
+    ],
+)
+def test_a_trial_asks_for_one_gpu_where_the_cluster_has_gpus_unless_the_flag_says(asked, cluster, gpus, said):
+    cfg = SearchConfig("absa", preset="smoke", gpus_per_trial=asked)
+    p = plan(cfg, TrainedTrials(), Site("1", 2, gpus=cluster), stores_of(cfg))
+    assert p.resources.gpus_per_trial == p.invocation.gpus_per_trial == gpus
+    assert p.gpu_reason.startswith(said) and bool(p.gpu_reason) == bool(said)

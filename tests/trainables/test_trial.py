@@ -1,0 +1,33 @@
+"""A Tune trial's config as a record: a dict only at the Tune boundary, read back whole."""
+
+from conftest import tiny_config
+
+from trainables.fidelity import FIDELITY, SeedSchedule
+from trainables.trial import TrialConfig
+
+
+def test_a_trial_config_round_trips_through_tunes_dict_and_leaves_out_what_is_unset():
+    train = tiny_config("tiny", epochs=3)
+    trial = TrialConfig(train=train, seeds=(1, 2, 3), key="k", label="t00 single", baseline=True, number=0)
+    tune = trial.to_tune()
+    assert tune == {
+        "train": train.to_dict(),
+        "seeds": [1, 2, 3],
+        "key": "k",
+        "label": "t00 single",
+        "baseline": True,
+        "number": 0,
+    }
+    assert TrialConfig.of_tune(tune) == trial
+    # the param space holds only the seeds and the schedule: the suggestion Tune merges over it holds the rest
+    schedule = SeedSchedule(3, 1, (1, 2), 2)
+    space = TrialConfig(seeds=(1, 2, 3), fidelity=schedule.to_dict()).to_tune()
+    assert space == {"seeds": [1, 2, 3], FIDELITY: schedule.to_dict()}
+    merged = TrialConfig.of_tune({**space, **TrialConfig(train=train, key="m").to_tune()})
+    assert merged.schedule() == schedule and TrialConfig.of_tune({**space, "baseline": True}).schedule().first == 3
+
+
+def test_finalize_nests_whole_configs_under_trial():
+    point = TrialConfig(train=tiny_config("tiny"), seeds=(4, 5), kind="final", final_for="run-1", metric="m/mean")
+    read = TrialConfig.of_tune({"trial": point.to_tune()})
+    assert read == point and read.schedule() == SeedSchedule.full(2)

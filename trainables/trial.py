@@ -1,0 +1,72 @@
+"""One Tune trial's config as a typed record: what the searcher (or finalize) hands a trainable.
+
+It is a dict only at the Tune boundary: :meth:`TrialConfig.to_tune` where Tune takes it (a search
+trial's suggestion, the study's param space, finalize's grid of whole configs, nested under ``trial``),
+:meth:`TrialConfig.of_tune` where a trainable or a callback reads a Tune trial's config back. Tune merges
+a search trial's suggestion over the param space, so :meth:`~TrialConfig.to_tune` leaves out what is
+unset: the suggestion carries the config and its names, the param space the seeds and the seed schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from trainables.config import TrainConfig
+from trainables.fidelity import FIDELITY, SeedSchedule
+
+NESTED = "trial"  # finalize's grid_search over whole configs nests each under this key
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    train: TrainConfig | None = None  # None only in the param space, which the suggestion completes
+    seeds: tuple[int, ...] = ()  # every seed the trial trains
+    key: str = ""  # the canonical config key (searcher, tracker, finalize)
+    label: str = ""  # the run name, ``t03 sst2+pos square``
+    baseline: bool = False  # the single-task baseline: never stopped, trains every seed from the start
+    number: int | None = None  # the Optuna trial's number
+    choices: Mapping[str, Any] = field(default_factory=dict)  # the searcher's choices, flattened
+    metric: str = ""  # the objective, where the trainable is not given it
+    kind: str = ""  # the MLflow run kind (finalize's ``final``); "": a search trial
+    final_for: str = ""  # finalize: the run of the search trial whose config this trains again
+    fidelity: Mapping[str, Any] | None = None  # :meth:`SeedSchedule.to_dict` of the study's seed schedule
+
+    def to_tune(self) -> dict[str, Any]:
+        """The set fields as Tune's config dict (``train`` as :meth:`TrainConfig.to_dict`, ``seeds`` a list)."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            default = f.default_factory() if callable(f.default_factory) else f.default
+            if value == default:
+                continue
+            if isinstance(value, TrainConfig):
+                value = value.to_dict()
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[FIDELITY if f.name == "fidelity" else f.name] = value
+        return out
+
+    @classmethod
+    def of_tune(cls, config: Mapping[str, Any]) -> TrialConfig:
+        """A Tune trial's config read back (a config finalize nested under ``trial`` lifted first)."""
+        flat = {**config, **config.get(NESTED, {})}
+        train = flat.get("train")
+        return cls(
+            train=None if train is None else TrainConfig.from_dict(train),
+            seeds=tuple(int(s) for s in flat.get("seeds", ())),
+            key=str(flat.get("key", "")),
+            label=str(flat.get("label", "")),
+            baseline=bool(flat.get("baseline", False)),
+            number=flat.get("number"),
+            choices=dict(flat.get("choices", {})),
+            metric=str(flat.get("metric") or ""),
+            kind=str(flat.get("kind", "")),
+            final_for=str(flat.get("final_for", "")),
+            fidelity=flat.get(FIDELITY) or None,
+        )
+
+    def schedule(self) -> SeedSchedule:
+        """The seeds this trial trains at each epoch (every seed for the baseline, or without a schedule)."""
+        return SeedSchedule.of_trial({FIDELITY: self.fidelity, "baseline": self.baseline}, len(self.seeds))
