@@ -49,7 +49,7 @@ def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str
         "absa", study["name"], 5, study["tracking_uri"], str(folder / "results"), max_concurrent=cfg.max_concurrent
     )
     try:
-        return finalize(final).headline["verdict"]
+        return finalize(final).headline.verdict
     except ConfigError as exc:  # e.g. no completed multitask trial: finalize has no comparison, no verdict
         return f"no comparison ({exc})"
 
@@ -66,7 +66,7 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=HERE / "sim_calibration.json")
     args = p.parse_args()
     from search.answer.stats import BETTER
-    from search.simulation.calibration import Simulation, better_rate
+    from search.simulation.calibration import regime_rates
     from trainables.cli import setup_logging
 
     setup_logging(False)
@@ -79,7 +79,8 @@ def main() -> int:
     n, hits = len(verdicts), sum(v == BETTER for v in verdicts)
     rate = hits / n
     se = math.sqrt(max(rate * (1 - rate), 0.025 * 0.975) / n)  # at 0 hits, the SE a 2.5% rate would have
-    pure, pure_se = better_rate(Simulation(trials=args.trials), 2000)  # the same trials and seeds per study
+    pure_line = regime_rates("null", 2000)[0]  # claim (a), 30 trials per study
+    pure, pure_se = pure_line["rate"], pure_line["se"]
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "studies": n,

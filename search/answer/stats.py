@@ -17,12 +17,8 @@ import numpy as np
 METHOD = "paired t, 95%"
 
 
-BETTER, SAME, WORSE, TOO_FEW = (
-    "better than the single-task opponent",
-    "no significant difference",
-    "worse than the single-task opponent",
-    "too few seeds to tell",
-)
+# the words of a verdict; which side is compared with which is the claim's (search.answer.claims)
+BETTER, SAME, WORSE, TOO_FEW = ("better", "no significant difference", "worse", "too few seeds to tell")
 ZERO_SPREAD = (
     "no verdict: every seed gave the same difference, so the interval has zero width and measures no seed noise"
 )
