@@ -3,7 +3,6 @@
 import math
 
 import pandas as pd
-import pytest
 
 from search.answer.claims import (
     ABLATION,
