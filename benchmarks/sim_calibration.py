@@ -1,5 +1,10 @@
 """``python -m benchmarks.sim_calibration``: finalize's false "better" rate, end to end, on simulated null studies.
 
+``--table`` measures instead the calibration table of ``docs/verdict.md``: every regime of
+``search.simulation.calibration.REGIMES`` (``--studies`` each) and whole studies through the in-process
+simulator on the null truth and on ``benchmarks/truths/lr_matters.toml`` (``--search-studies`` each, at
+30 and 64 trials, one look at 5 seeds and the looks 3 -> 5 -> 10), one JSON line per claim to ``--out``.
+
 Each study is a whole simulated study (``search.run --simulate`` with the ``null`` truth, its own truth
 seed, so each has its own seed luck and noise, and its own Optuna seed) followed by ``finalize`` on 5
 fresh seeds, through Ray Tune, Optuna and MLflow, as many as ``--minutes`` allow, all in one process
@@ -18,6 +23,17 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "results"  # what the benchmarks write (benchmarks/README.md links them)
+
+
+def quiet() -> None:
+    """Warnings only: every simulated study's Optuna lines would bury the table."""
+    import logging
+
+    import optuna
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("search").setLevel(logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def truth_copy(folder: Path, truth: str, seed: int) -> Path:
@@ -54,6 +70,37 @@ def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str
         return f"no comparison ({exc})"
 
 
+TRUTHS = Path(__file__).resolve().parent / "truths"
+
+
+def table(args: argparse.Namespace) -> int:
+    """The calibration table: one JSON line per regime and claim, appended to ``args.out`` as measured."""
+    import os
+
+    from search.simulation.calibration import REGIMES, regime_rates, truth_rates
+
+    regimes = [r for r in REGIMES if not args.only or r in args.only.split(",")]
+    with args.out.open("a") as f:
+        for name in regimes:
+            started = time.monotonic()
+            for line in regime_rates(name, args.studies, seed=args.first_study):
+                line |= {"date": time.strftime("%Y-%m-%d %H:%M"), "seconds": round(time.monotonic() - started)}
+                line["load"] = round(os.getloadavg()[0], 1)
+                f.write(json.dumps(line) + "\n")
+                f.flush()
+                print(json.dumps(line), flush=True)
+        for truth in ("null", str(TRUTHS / "lr_matters.toml")) if args.search_studies else ():
+            for trials, looks in ((30, (5,)), (64, (5,)), (30, (3, 5, 10)), (12, (5,))):
+                started = time.monotonic()
+                for line in truth_rates(truth, args.search_studies, looks, trials, args.first_study):
+                    line |= {"trials": trials, "looks": list(looks), "date": time.strftime("%Y-%m-%d %H:%M")}
+                    line |= {"seconds": round(time.monotonic() - started), "load": round(os.getloadavg()[0], 1)}
+                    f.write(json.dumps(line) + "\n")
+                    f.flush()
+                    print(json.dumps(line), flush=True)
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.sim_calibration", description=__doc__.split("\n\n")[0])
     p.add_argument("--minutes", type=float, default=10.0, help="start no study after this long")
@@ -63,8 +110,17 @@ def main() -> int:
     p.add_argument(
         "--first-study", type=int, default=0, help="truth and Optuna seed of the first study: a later run goes on"
     )
-    p.add_argument("--out", type=Path, default=HERE / "sim_calibration.json")
+    p.add_argument("--out", type=Path, default=None, help="default: results/sim_calibration.json (--table: .jsonl)")
+    p.add_argument("--table", action="store_true", help="the calibration table of docs/verdict.md instead")
+    p.add_argument("--studies", type=int, default=5000, help="--table: simulated studies per regime")
+    p.add_argument("--search-studies", type=int, default=300, help="--table: studies through the search per row")
+    p.add_argument("--only", default="", help="--table: these regimes only (comma-separated)")
     args = p.parse_args()
+    if args.table:
+        quiet()
+        args.out = args.out or HERE / "sim_calibration_table.jsonl"
+        return table(args)
+    args.out = args.out or HERE / "sim_calibration.json"
     from search.answer.stats import BETTER
     from search.simulation.calibration import regime_rates
     from trainables.cli import setup_logging

@@ -139,7 +139,7 @@ def rates(outcomes: Iterable[list[Outcome]], label: str) -> list[dict]:
     lines = []
     for i, claim in enumerate((TUNED, ABLATION)):
         said = [any(v == BETTER for v in s[i].verdicts) for s in studies]
-        false = sum(b and s[i].true_diff <= 0 for b, s in zip(said, studies))
+        false = int(sum(bool(b and s[i].true_diff <= 0) for b, s in zip(said, studies)))
         n = len(studies)
         rate = false / n
         se = math.sqrt(max(rate * (1 - rate), ALPHA * (1 - ALPHA) / n if not false else 0.0) / n)
