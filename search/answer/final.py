@@ -157,7 +157,7 @@ def record(client, parent_run_id: str, result: FinalResult) -> None:
             for side, prefix in (("winner", "winner"), (other, "other")):
                 values[rec.final_key(side, r.metric, "mean")] = d[f"{prefix}_mean"]
                 values[rec.final_key(side, r.metric, "std")] = d[f"{prefix}_std"]
-            for part in ("mean", "low", "high"):
+            for part in ("mean", "std", "low", "high"):
                 values[rec.final_key(diff, r.metric, part)] = d[f"diff_{part}"]
             values[rec.final_key(diff, r.metric, "detectable")] = r.detectable
     metrics = [Metric(k, float(v), now, step) for k, v in values.items() if v == v]

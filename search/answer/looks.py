@@ -59,3 +59,10 @@ def record_look(client, parent_run_id: str, looks: Sequence[dict], this: dict, d
     if any(look["seeds"] == this["seeds"] for look in looks):
         return
     client.set_tag(parent_run_id, f"{LOOK_PREFIX}{len(looks) + 1}", json.dumps(this))
+
+
+def recorded_spread(metrics: Mapping[str, float], metric: str) -> dict[str, float]:
+    """The sd of the paired differences a finished study's last look recorded, per claim (parent run
+    metrics ``final/diff/<metric>/std`` and ``final/ablation_diff/<metric>/std``)."""
+    keys = {"tuned": f"final/diff/{metric}/std", "ablation": f"final/ablation_diff/{metric}/std"}
+    return {claim: float(metrics[key]) for claim, key in keys.items() if key in metrics}

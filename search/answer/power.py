@@ -41,3 +41,22 @@ def seeds_for(gain: float, sd: float, max_seeds: int | None = None, power: float
         if detectable_gain(k, sd, look.boundary, power) <= gain:
             return k
     return None
+
+
+def plan(gain: float, sd: float, max_seeds: int | None = None) -> dict:
+    """``search.estimate --plan``: the final seeds ``gain`` needs at spread ``sd``, and what 3, 5, 10 and
+    that many seeds would detect (each as a first look under finalize's default spending plan)."""
+    k = seeds_for(gain, sd, max_seeds)
+    shown = sorted({3, 5, 10, *([k] if k else [])})
+    detects = {}
+    for n in shown:
+        look = boundaries((n,), Design(max_seeds or default_max_seeds(n)))[0]
+        detects[str(n)] = round(detectable_gain(n, sd, look.boundary), 5)
+    return {
+        "gain": gain,
+        "spread": sd,
+        "power": POWER,
+        "final_seeds": k,
+        "note": None if k else f"more than {MOST_SEEDS} seeds: below what final seeds can show at this spread",
+        "detectable_gain_at": detects,
+    }
