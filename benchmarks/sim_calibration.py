@@ -71,6 +71,60 @@ def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str
 
 
 TRUTHS = Path(__file__).resolve().parent / "truths"
+TOP = 10  # the report's rows: the top trials by dev, and the baseline
+
+
+def screen_study(i: int, trials: int) -> tuple[bool, bool]:
+    """One null study through the simulator (ASHA stopping early): does its report's dev screen show
+    at least one "above" among the rows shown, with Holm's step-down, and without it (each row at 5%)?"""
+    from dataclasses import replace
+
+    from search.answer import stats
+    from search.answer.ranking import versus_baseline
+    from search.simulation.calibration import search_table
+    from search.simulation.study import simulate
+    from search.simulation.truth import load_truth, resolve_truth
+    from search.study.config import SearchConfig
+    from search.tracking.outcome import COMPLETED
+    from search.tracking.records import objective_per_seed
+
+    path = resolve_truth("null")
+    cfg = SearchConfig("absa", preset="full", simulate=path, trials=trials, seeds=3, max_concurrent=8, search_seed=i)
+    study = simulate(cfg, replace(load_truth(path), seed=i))
+    table = search_table(study.trials, study.prep.objective, study.prep.base.epochs)
+    family = int((~table.baseline).sum())
+    done = versus_baseline(table[table.status == COMPLETED], study.mode, family)
+    done = done.sort_values("objective", ascending=False)
+    shown = done.head(TOP)
+    base = objective_per_seed(done[done.baseline].iloc[0])
+    unadjusted = False
+    for _, r in shown[~shown.baseline].iterrows():
+        mine = objective_per_seed(r)
+        seeds = sorted(set(mine) & set(base))
+        unadjusted |= stats.verdict(stats.paired_difference([mine[s] for s in seeds], [base[s] for s in seeds])) == (
+            stats.BETTER
+        )
+    return bool((shown.beyond_noise == "above").any()), unadjusted
+
+
+def screen(args: argparse.Namespace) -> int:
+    """The share of null reports with at least one false "above" at 30 and 64 trials, one JSON line each."""
+    import os
+
+    with args.out.open("a") as f:
+        for trials in (30, 64):
+            started = time.monotonic()
+            found = [screen_study(args.first_study + i, trials) for i in range(args.search_studies)]
+            n = len(found)
+            line = {"screen": "holm", "trials": trials, "studies": n, "date": time.strftime("%Y-%m-%d %H:%M")}
+            for name, hits in (("holm", sum(h for h, _ in found)), ("unadjusted", sum(u for _, u in found))):
+                rate = hits / n
+                line |= {f"{name}_any_above": hits, f"{name}_rate": round(rate, 4)}
+                line[f"{name}_se"] = round(math.sqrt(max(rate * (1 - rate), 0.05 * 0.95 / n) / n), 4)
+            line |= {"seconds": round(time.monotonic() - started), "load": round(os.getloadavg()[0], 1)}
+            f.write(json.dumps(line) + "\n")
+            print(json.dumps(line), flush=True)
+    return 0
 
 
 def table(args: argparse.Namespace) -> int:
@@ -115,7 +169,12 @@ def main() -> int:
     p.add_argument("--studies", type=int, default=5000, help="--table: simulated studies per regime")
     p.add_argument("--search-studies", type=int, default=300, help="--table: studies through the search per row")
     p.add_argument("--only", default="", help="--table: these regimes only (comma-separated)")
+    p.add_argument("--screen", action="store_true", help="the ranking's dev screen on null reports instead")
     args = p.parse_args()
+    if args.screen:
+        quiet()
+        args.out = args.out or HERE / "sim_screen.jsonl"
+        return screen(args)
     if args.table:
         quiet()
         args.out = args.out or HERE / "sim_calibration_table.jsonl"
