@@ -108,7 +108,9 @@ class FinalResult:
             "Majority (a constant predictor, the floor any model must beat; each aspect's most frequent polarity, "
             f"counted on the test rows it scores): {scores}. A final seed at or below it on the verdict's metric, "
             "or one that diverged, counts as collapsed: it is named, counted per side and left out of the paired "
-            "test; a winner that collapsed on more seeds than its opponent gets no 'better'.",
+            "test. Collapse rates are compared apart, over every seed run of each side in the study (search and "
+            "final): where any collapsed, 'better' also needs the clean gain to outweigh the winner side's "
+            "collapse rate at its upper 97.5% bound.",
         ]
 
     def looks(self) -> list[str]:
