@@ -23,6 +23,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 import numpy as np
+import optuna
 import pandas as pd
 
 from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
@@ -37,6 +38,7 @@ from search.study.config import SearchConfig
 from search.tracking.outcome import outcome_of
 from search.tracking.records import OBJECTIVE, TrialParams, objective_seed_key, strip_mean
 from spaces.canonical import canonical_key
+from trainables.cli import run_main
 from trainables.config import ConfigError, TrainConfig
 from trainables.results import per_seed
 
@@ -165,7 +167,10 @@ def regime_rates(name: str, studies: int, seed: int = 0) -> list[dict]:
 
 
 def truth_rates(truth_file: str, studies: int, looks: tuple[int, ...], trials: int, first: int = 0) -> list[dict]:
-    path = resolve_truth(truth_file)
+    try:
+        path = resolve_truth(truth_file)
+    except ConfigError as exc:  # its words name search.run's flag
+        raise ConfigError(str(exc).replace("--simulate", "--truth")) from None
     truth = load_truth(path)
     cfg = SearchConfig("absa", preset="full", simulate=path, trials=trials, seeds=3, max_concurrent=8)
     runs = (
@@ -176,6 +181,7 @@ def truth_rates(truth_file: str, studies: int, looks: tuple[int, ...], trials: i
 
 
 def main() -> int:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per simulated study would bury the JSON
     p = argparse.ArgumentParser(prog="python -m search.simulation.calibration", description=__doc__.split("\n\n")[0])
     p.add_argument("--truth", help="a truth file or built-in truth: whole studies through the simulator")
     p.add_argument("--regime", choices=sorted(REGIMES), help="a regime of the fast model (without --truth)")
@@ -187,9 +193,11 @@ def main() -> int:
     try:
         looks = tuple(int(k) for k in args.looks.split(","))
     except ValueError:
-        raise SystemExit(f"--looks {args.looks!r}: expected increasing seed counts such as 3,5,10") from None
-    if args.studies < 1 or list(looks) != sorted(set(looks)) or looks[0] < 3:
-        raise SystemExit(f"--studies {args.studies} >= 1 and --looks {args.looks} increasing from >= 3 expected")
+        raise ConfigError(f"--looks {args.looks!r}: expected increasing seed counts such as 3,5,10") from None
+    if list(looks) != sorted(set(looks)) or looks[0] < 3:
+        raise ConfigError(f"--looks {args.looks}: expected increasing seed counts from 3, such as 3,5,10")
+    if args.studies < 1 or args.trials < 2:
+        raise ConfigError(f"--studies {args.studies} >= 1 and --trials {args.trials} >= 2 expected")
     if args.truth:
         lines = truth_rates(args.truth, args.studies, looks, args.trials, args.seed)
     else:
@@ -200,4 +208,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main, (ConfigError, OSError))
