@@ -124,3 +124,17 @@ def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
     assert rows[0].diff.n == 3  # seed 6 has no pair
     worse = compare(TUNED, opponent, winner, ["acc_4way"], seeds, "max", "acc_4way").rows
     assert worse[0].verdict == WORSE and math.isclose(worse[0].diff.mean, -rows[0].diff.mean)
+
+
+def test_search_collapses_counts_each_sides_seed_runs_at_or_below_the_floor():
+    from search.answer.contenders import search_collapses
+
+    table = pd.DataFrame(
+        [
+            row("t00 baseline", "completed", 0.70, True, (0.69, 0.58)),  # one single-task run at the floor
+            row("t01 sst2 sqrt", "completed", 0.74, False, (0.57, math.inf)),  # below it, and one diverged
+            row("t02 pos square", "pruned", 0.60, False, (0.70, math.nan)),  # seed 2 never reported
+        ]
+    )
+    assert search_collapses(table, 0.58) == ((2, 3), (1, 2))
+    assert search_collapses(table, math.nan) == ((1, 3), (0, 2))  # no floor: only the diverged run
