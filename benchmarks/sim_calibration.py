@@ -1,5 +1,10 @@
 """``python -m benchmarks.sim_calibration``: finalize's false "better" rate, end to end, on simulated null studies.
 
+``--table`` measures instead the calibration table of ``docs/verdict.md``: every regime of
+``search.simulation.calibration.REGIMES`` (``--studies`` each) and whole studies through the in-process
+simulator on the null truth and on ``benchmarks/truths/lr_matters.toml`` (``--search-studies`` each, at
+30 and 64 trials, one look at 5 seeds and the looks 3 -> 5 -> 10), one JSON line per claim to ``--out``.
+
 Each study is a whole simulated study (``search.run --simulate`` with the ``null`` truth, its own truth
 seed, so each has its own seed luck and noise, and its own Optuna seed) followed by ``finalize`` on 5
 fresh seeds, through Ray Tune, Optuna and MLflow, as many as ``--minutes`` allow, all in one process
@@ -18,6 +23,17 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent / "results"  # what the benchmarks write (benchmarks/README.md links them)
+
+
+def quiet() -> None:
+    """Warnings only: every simulated study's Optuna lines would bury the table."""
+    import logging
+
+    import optuna
+
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("search").setLevel(logging.WARNING)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
 
 
 def truth_copy(folder: Path, truth: str, seed: int) -> Path:
@@ -55,9 +71,94 @@ def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str
         max_concurrent=cfg.max_concurrent,
     )
     try:
-        return finalize(final, trial_kind).headline["verdict"]
+        return finalize(final, trial_kind).headline.verdict
     except ConfigError as exc:  # e.g. no completed multitask trial: finalize has no comparison, no verdict
         return f"no comparison ({exc})"
+
+
+TRUTHS = Path(__file__).resolve().parent / "truths"
+TOP = 10  # the report's rows: the top trials by dev, and the baseline
+
+
+def screen_study(i: int, trials: int) -> tuple[bool, bool]:
+    """One null study through the simulator (ASHA stopping early): does its report's dev screen show
+    at least one "above" among the rows shown, with Holm's step-down, and without it (each row at 5%)?"""
+    from dataclasses import replace
+
+    from search.answer import stats
+    from search.answer.ranking import versus_baseline
+    from search.simulation.calibration import search_table
+    from search.simulation.study import simulate
+    from search.simulation.truth import load_truth, resolve_truth
+    from search.study.config import SearchConfig
+    from search.tracking.outcome import COMPLETED
+    from search.tracking.records import objective_per_seed
+
+    path = resolve_truth("null")
+    cfg = SearchConfig("absa", preset="full", simulate=path, trials=trials, seeds=3, max_concurrent=8, search_seed=i)
+    study = simulate(cfg, replace(load_truth(path), seed=i))
+    table = search_table(study.trials, study.plan.objective, study.plan.base.epochs)
+    family = int((~table.baseline).sum())
+    done = versus_baseline(table[table.status == COMPLETED], study.mode, family)
+    done = done.sort_values("objective", ascending=False)
+    shown = done.head(TOP)
+    base = objective_per_seed(done[done.baseline].iloc[0])
+    unadjusted = False
+    for _, r in shown[~shown.baseline].iterrows():
+        mine = objective_per_seed(r)
+        seeds = sorted(set(mine) & set(base))
+        unadjusted |= stats.verdict(stats.paired_difference([mine[s] for s in seeds], [base[s] for s in seeds])) == (
+            stats.BETTER
+        )
+    return bool((shown.beyond_noise == "above").any()), unadjusted
+
+
+def screen(args: argparse.Namespace) -> int:
+    """The share of null reports with at least one false "above" at 30 and 64 trials, one JSON line each."""
+    import os
+
+    with args.out.open("a") as f:
+        for trials in (30, 64):
+            started = time.monotonic()
+            found = [screen_study(args.first_study + i, trials) for i in range(args.search_studies)]
+            n = len(found)
+            line = {"screen": "holm", "trials": trials, "studies": n, "date": time.strftime("%Y-%m-%d %H:%M")}
+            for name, hits in (("holm", sum(h for h, _ in found)), ("unadjusted", sum(u for _, u in found))):
+                rate = hits / n
+                line |= {f"{name}_any_above": hits, f"{name}_rate": round(rate, 4)}
+                line[f"{name}_se"] = round(math.sqrt(max(rate * (1 - rate), 0.05 * 0.95 / n) / n), 4)
+            line |= {"seconds": round(time.monotonic() - started), "load": round(os.getloadavg()[0], 1)}
+            f.write(json.dumps(line) + "\n")
+            print(json.dumps(line), flush=True)
+    return 0
+
+
+def table(args: argparse.Namespace) -> int:
+    """The calibration table: one JSON line per regime and claim, appended to ``args.out`` as measured."""
+    import os
+
+    from search.simulation.calibration import REGIMES, regime_rates, truth_rates
+
+    regimes = [r for r in REGIMES if not args.only or r in args.only.split(",")]
+    with args.out.open("a") as f:
+        for name in regimes:
+            started = time.monotonic()
+            for line in regime_rates(name, args.studies, seed=args.first_study):
+                line |= {"date": time.strftime("%Y-%m-%d %H:%M"), "seconds": round(time.monotonic() - started)}
+                line["load"] = round(os.getloadavg()[0], 1)
+                f.write(json.dumps(line) + "\n")
+                f.flush()
+                print(json.dumps(line), flush=True)
+        for truth in ("null", str(TRUTHS / "lr_matters.toml")) if args.search_studies else ():
+            for trials, looks in ((30, (5,)), (64, (5,)), (30, (3, 5, 10)), (12, (5,))):
+                started = time.monotonic()
+                for line in truth_rates(truth, args.search_studies, looks, trials, args.first_study):
+                    line |= {"trials": trials, "looks": list(looks), "date": time.strftime("%Y-%m-%d %H:%M")}
+                    line |= {"seconds": round(time.monotonic() - started), "load": round(os.getloadavg()[0], 1)}
+                    f.write(json.dumps(line) + "\n")
+                    f.flush()
+                    print(json.dumps(line), flush=True)
+    return 0
 
 
 def main() -> int:
@@ -69,10 +170,24 @@ def main() -> int:
     p.add_argument(
         "--first-study", type=int, default=0, help="truth and Optuna seed of the first study: a later run goes on"
     )
-    p.add_argument("--out", type=Path, default=HERE / "sim_calibration.json")
+    p.add_argument("--out", type=Path, default=None, help="default: results/sim_calibration.json (--table: .jsonl)")
+    p.add_argument("--table", action="store_true", help="the calibration table of docs/verdict.md instead")
+    p.add_argument("--studies", type=int, default=5000, help="--table: simulated studies per regime")
+    p.add_argument("--search-studies", type=int, default=300, help="--table: studies through the search per row")
+    p.add_argument("--only", default="", help="--table: these regimes only (comma-separated)")
+    p.add_argument("--screen", action="store_true", help="the ranking's dev screen on null reports instead")
     args = p.parse_args()
+    if args.screen:
+        quiet()
+        args.out = args.out or HERE / "sim_screen.jsonl"
+        return screen(args)
+    if args.table:
+        quiet()
+        args.out = args.out or HERE / "sim_calibration_table.jsonl"
+        return table(args)
+    args.out = args.out or HERE / "sim_calibration.json"
     from search.answer.stats import BETTER
-    from search.simulation.calibration import Simulation, better_rate
+    from search.simulation.calibration import regime_rates
     from trainables.cli import setup_logging
 
     setup_logging(False)
@@ -85,7 +200,8 @@ def main() -> int:
     n, hits = len(verdicts), sum(v == BETTER for v in verdicts)
     rate = hits / n
     se = math.sqrt(max(rate * (1 - rate), 0.025 * 0.975) / n)  # at 0 hits, the SE a 2.5% rate would have
-    pure, pure_se = better_rate(Simulation(trials=args.trials), 2000)  # the same trials and seeds per study
+    pure_line = regime_rates("null", 2000)[0]  # claim (a), 30 trials per study
+    pure, pure_se = pure_line["rate"], pure_line["se"]
     summary = {
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "studies": n,

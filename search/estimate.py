@@ -10,6 +10,11 @@ A study that searches issue 19's strategies (``absa-plus``) costs more per train
 expected factor over its space (:func:`strategy_cost`) multiplies the training rows, from the
 cost ratios ``python -m benchmarks.throughput --strategies`` measured (``--strategy-costs FILE``;
 by default the CPU run recorded in ``benchmarks/README.md``).
+
+``--plan GAIN`` answers another question: how many final seeds (``search.finalize --seeds``) a true
+gain of GAIN (accuracy units: 0.02 = 2 pp) needs to be found 80% of the time, from the spread of the
+paired differences given with ``--spread SD`` or recorded by a finished study's finalize
+(``--from-study``, with ``--name`` and ``--tracking-uri``; the ablation claim's spread where present).
 """
 
 from __future__ import annotations
@@ -221,6 +226,32 @@ def estimate(
     return out
 
 
+def planned(args: argparse.Namespace) -> dict:
+    """``--plan``: the seeds a gain needs, from ``--spread`` or the study's recorded spread."""
+    from search.answer.looks import recorded_spread
+    from search.answer.power import plan
+
+    study = get_study(args.study)
+    if not args.plan > 0:
+        raise ConfigError(f"--plan {args.plan}: expected a gain > 0 in the metric's units (0.02 = 2 pp)")
+    if args.spread is not None:
+        sd, source = args.spread, "--spread"
+    elif args.from_study:
+        from search.tracking.runs import client, find_parent
+
+        _, parent = find_parent(client(args.tracking_uri), study.name, args.name)
+        spreads = recorded_spread(parent.data.metrics, study.metric)
+        if not spreads:
+            raise ConfigError(f"study run {parent.info.run_name}: no finalize recorded a spread of {study.metric}")
+        claim = "ablation" if "ablation" in spreads else "tuned"
+        sd, source = spreads[claim], f"study {parent.info.run_name}, claim {claim}"
+    else:
+        raise ConfigError("--plan needs the spread: --spread SD, or --from-study for a finished study's")
+    if not sd > 0:
+        raise ConfigError(f"spread {sd} ({source}): expected > 0")
+    return {"study": study.name, "metric": study.metric, "spread_from": source, **plan(args.plan, sd)}
+
+
 def main() -> int:
     p = ArgumentParser(
         prog="python -m search.estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -244,8 +275,18 @@ def main() -> int:
         help="cost ratios of the strategies: a benchmarks.throughput --strategies JSON",
     )
     p.add_argument("--data-dir")
+    planning = p.add_argument_group("planning final seeds (--plan)")
+    planning.add_argument("--plan", type=float, metavar="GAIN", help="the true gain to find (0.02 = 2 pp)")
+    spread = planning.add_mutually_exclusive_group()
+    spread.add_argument("--spread", type=float, metavar="SD", help="sd of the paired per-seed differences")
+    spread.add_argument("--from-study", action="store_true", help="the spread a finished study's finalize recorded")
+    planning.add_argument("--name", help="with --from-study: the study invocation (default: the latest)")
+    planning.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
     args = p.parse_args()
     setup_logging()
+    if args.plan is not None:
+        print(json.dumps(planned(args), indent=2))
+        return 0
     cfg = SearchConfig(
         study=get_study(args.study).name,
         preset=args.preset,

@@ -1,12 +1,14 @@
 """``python -m search.finalize STUDY``: the honest answer at the end of a study.
 
-Does multitask training help the primary task? Takes, by the dev objective (seed mean), the best
-completed trial with an auxiliary task and the best completed single-task trial, trains both to
-full epochs on K fresh seeds the search never used (after its own), and reports per primary test
-metric the two means ± sample std and the paired difference with its 95% interval (paired t); the
-study's metric gets the one verdict, the others are exploratory. The config with the better dev
-score over the K seeds is logged as an MLflow model and registered as ``<study>-best``. Nothing
-here selects on test.
+Takes, by the dev objective (seed mean), the best completed trial with an auxiliary task (the
+winner), the best completed single-task trial and the winner without its auxiliary tasks, trains
+them to full epochs on K fresh seeds the search never used (after its own), and answers two claims:
+(a) is the winner better than the best plain fine-tuning found with equal tuning, (b) do its
+auxiliary tasks help it. Per primary test metric the means ± sample std and the paired difference
+with its interval; the study's metric gets one verdict per claim, the others are exploratory.
+Run it again with more --seeds to add seeds: each run is one look of a group-sequential test.
+The config with the better dev score over the K seeds is logged as an MLflow model and registered
+as ``<study>-best``. Nothing here selects on test.
 """
 
 from __future__ import annotations
@@ -40,6 +42,12 @@ def main() -> int:
         default=FinalizeConfig.seeds,
         help="K fresh seeds per side (at least 3), numbered after the search's",
     )
+    p.add_argument(
+        "--max-seeds",
+        type=int,
+        help="the most seeds this study may ever add (fixed by its first finalize; default 2K, at least 10): "
+        "each look spends part of the error of a 'better'",
+    )
     p.add_argument("--tracking-uri", default=FinalizeConfig.tracking_uri)
     p.add_argument("--out", default=FinalizeConfig.out_dir, help="directory of the report")
     p.add_argument("--cpus-per-trial", type=float, default=FinalizeConfig.cpus_per_trial)
@@ -61,6 +69,7 @@ def main() -> int:
         args.max_concurrent,
         args.address,
         not args.no_register,
+        args.max_seeds,
     )
     check_tracking_uri(cfg.tracking_uri)
     result = finalize(cfg, trial_kind)

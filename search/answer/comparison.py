@@ -1,5 +1,5 @@
-"""The final comparison itself: per primary test metric the paired difference over the same fresh
-seeds and its interval, one verdict on the study's metric (:mod:`search.answer.stats`), as Markdown
+"""A study's answer as it is read: both claims (:mod:`search.answer.claims`) over the same fresh seeds,
+each with its verdict, what it could detect, its collapsed seeds and its looks, as Markdown
 (``final.md``) and CSV (``final.csv``).
 """
 
@@ -8,29 +8,16 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
 from search.answer import stats
+from search.answer.claims import EXPLORATORY, TUNED, Claim, Contender, Row
+from search.answer.sequential import ALPHA
 from search.answer.text import fmt, list_text, signed
 from spaces import get_study
-from trainables.config import TrainConfig
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class Contender:
-    """One side of the final comparison: a trial's config and its scores per final seed."""
-
-    role: str  # "winner" (best multitask trial) or "opponent" (best single-task trial)
-    row: pd.Series  # the trial's row of tracking.trial_table
-    config: TrainConfig
-    dev: dict[int, float] = field(default_factory=dict)  # seed -> dev objective
-    test: dict[str, dict[int, float]] = field(default_factory=dict)  # metric -> seed -> test score
-    checkpoints: dict[int, str] = field(default_factory=dict)  # seed -> checkpoint file (local or URI)
-    trained: list[int] = field(default_factory=list)  # seeds this finalize trained (the rest: earlier finalizes)
 
 
 @dataclass
@@ -41,23 +28,39 @@ class FinalResult:
     mode: str
     seeds: list[int]  # the final seeds, none of which the search trained
     winner: Contender
-    opponent: Contender
-    rows: list[dict[str, Any]]  # one per primary test metric
-    headline: dict[str, Any]  # the row of the study's metric: the one verdict
+    claims: tuple[Claim, ...]  # TUNED first, then ABLATION (where the winner has auxiliary tasks to remove)
     model_uri: str | None = None
     model_of: str | None = None
     majority: dict[str, float] = field(default_factory=dict)
     search_seeds: list[int] = field(default_factory=list)
+    earlier: list[dict] = field(default_factory=list)  # the earlier looks as recorded (search.answer.looks)
+
+    @property
+    def tuned(self) -> Claim:
+        return next(c for c in self.claims if c.key == TUNED)
+
+    @property
+    def opponent(self) -> Contender:
+        return self.tuned.other
+
+    @property
+    def headline(self) -> Row:
+        """Claim (a)'s verdict row: the study's best against the best single-task trial."""
+        return self.tuned.headline
+
+    def verdicts(self) -> str:
+        """Both claims in one line, for logs and the model card: ``(a) against the best single-task trial
+        of equal tuning, test acc_4way: better; (b) ...``."""
+        return "; ".join(
+            f"({letter(c)}) against the {c.other_name}, test {c.headline.metric}: {c.headline.verdict}"
+            for c in self.claims
+        )
 
     def markdown(self) -> str:
-        lines = self.header() + self.table() + self.floor()
-        h = self.headline
-        lines += [
-            "",
-            f"**Verdict on test {h['metric']}, multitask winner against single-task opponent, over "
-            f"{h['n']} training seeds on this test set: {h['verdict']}** "
-            f"(Δ {signed(h['diff_mean'])}, 95% CI [{signed(h['diff_low'])}, {signed(h['diff_high'])}]).",
-        ]
+        lines = self.header()
+        for claim in self.claims:
+            lines += claim_lines(claim, self)
+        lines += self.published() + self.floor() + self.looks()
         if self.model_uri:
             lines += [
                 "",
@@ -68,45 +71,33 @@ class FinalResult:
         return "\n".join(lines) + "\n"
 
     def header(self) -> list[str]:
-        """Title, which two configs the verdict compares and why, and where the seeds come from."""
-        w, o = self.winner, self.opponent
-        earlier = sorted(set(self.seeds) - set(w.trained) | set(self.seeds) - set(o.trained))
+        """Title, the two claims, and where the seeds come from."""
+        w = self.winner
+        trained = set(w.trained).union(*(c.other.trained for c in self.claims))
+        earlier = sorted(set(self.seeds) - trained)
         return [
             f"## Final test evaluation: {len(self.seeds)} fresh seeds ({list_text(self.seeds)}), "
-            f"{stats.METHOD} interval",
+            "group-sequential paired t",
             "",
-            f"Does multitask training help the primary task of study {self.study}? The verdict "
-            f"compares the best completed multitask trial, **{w.row.label}** (dev "
-            f"{fmt(w.row.objective, w.row.objective_std)}), with the best completed single-task trial, "
-            f"**{o.row.label}** (dev {fmt(o.row.objective, o.row.objective_std)}): both chosen on dev after the same "
-            "search over lr and warm-up, so they differ in the auxiliary tasks only. No test score chose anything.",
-            f"Both were trained to full epochs by finalize on seeds {list_text(self.seeds)}, none of which the "
-            f"search used (search seeds {list_text(self.search_seeds)}): a seed's luck on dev, which helped pick "
-            "the winner, cannot carry into its test score"
+            f"The winner is the best completed multitask trial on dev, **{w.row.label}** "
+            f"(dev {fmt(w.row.objective, w.row.objective_std)}). Two claims are tested on test, each with "
+            "its own verdict: (a) the winner against the best single-task trial of the same search, a "
+            "comparison of two configs that may differ in much more than the auxiliary tasks; (b) the "
+            "winner against itself with its auxiliary tasks removed and every other setting kept, the test "
+            "of whether the auxiliary tasks help. No test score chose anything.",
+            f"Every side was trained to full epochs by finalize on seeds {list_text(self.seeds)}, none of which "
+            f"the search used (search seeds {list_text(self.search_seeds)})"
             + (f"; seeds {list_text(earlier)} come from an earlier finalize's completed runs." if earlier else "."),
-            "",
-            "| test metric | multitask winner | single-task opponent | Δ winner − opponent [95% CI] | verdict |",
-            "|---|---|---|---|---|",
         ]
 
-    def table(self) -> list[str]:
-        """One row per primary test metric (± is the sample std over seeds), then the published runs."""
-        lines = [
-            f"| {r['metric']} | {fmt(r['winner_mean'], r['winner_std'])} "
-            f"| {fmt(r['opponent_mean'], r['opponent_std'])} "
-            f"| {signed(r['diff_mean'])} [{signed(r['diff_low'])}, {signed(r['diff_high'])}] | {r['verdict']} |"
-            for r in self.rows
-        ]
+    def published(self) -> list[str]:
+        rows = self.tuned.rows
+        lines = []
         for source, values in get_study(self.study).published.items():
-            shown = [f"{r['metric']}={values[r['metric']]:.4f}" for r in self.rows if r["metric"] in values]
+            shown = [f"{r.metric}={values[r.metric]:.4f}" for r in rows if r.metric in values]
             if shown:
-                lines.append(f"| *published: {source}* (one run, chosen on test) | " + ", ".join(shown) + " | | | |")
-        return lines + [
-            "",
-            f"± is the sample std over the {len(self.seeds)} seeds. Only {self.headline['metric']}, the study's "
-            "metric, gets a verdict; the other rows are exploratory (intervals shown, no verdict: testing each "
-            "metric separately would multiply the chances of a false 'better').",
-        ]
+                lines.append(f"Published, {source} (one run, chosen on test): " + ", ".join(shown) + ".")
+        return ["", *lines] if lines else []
 
     def floor(self) -> list[str]:
         scores = ", ".join(f"{k}={v:.4f}" for k, v in self.majority.items() if math.isfinite(v))
@@ -115,76 +106,134 @@ class FinalResult:
         return [
             "",
             "Majority (a constant predictor, the floor any model must beat; each aspect's most frequent polarity, "
-            f"counted on the test rows it scores): {scores}.",
+            f"counted on the test rows it scores): {scores}. A final seed at or below it on the verdict's metric, "
+            "or one that diverged, counts as collapsed: it is named, counted per side and left out of the paired "
+            "test. Collapse rates are compared apart, over every seed run of each side in the study (search and "
+            "final): where any collapsed, 'better' also needs the clean gain to outweigh the winner side's "
+            "collapse rate at its upper 97.5% bound.",
         ]
 
+    def looks(self) -> list[str]:
+        """Every look of the study so far: seeds, what each claim's look spent, and the earlier verdicts."""
+        lines = ["", "| look | seeds | claim | pairs | boundary abs(t) | error spent (total) | verdict then |"]
+        lines.append("|---|---|---|---|---|---|---|")
+        for j, past in enumerate([*self.earlier, self.this_look()], 1):
+            for key, said in past["claims"].items():
+                lines.append(
+                    f"| {j} | {past['seeds']} | ({'ab'[key != TUNED]}) | {said['pairs']} | {said['boundary']:.3f} "
+                    f"| {said['spent']:.4f} ({said['total']:.4f}) | {said['verdict']} |"
+                )
+        return [
+            "",
+            "Seeds can be added later (`search.finalize --seeds N`): each look may spend only part of the "
+            f"one-sided {ALPHA:g} error of a 'better' (alpha spending over the planned most seeds), so "
+            "adding seeds and stopping at the first 'better' keeps the false 'better' rate at its level. "
+            "Earlier looks stay recorded on the study's run:",
+            *lines,
+        ]
 
-# -- comparing --------------------------------------------------------------------
-EXPLORATORY = "exploratory: no verdict"
-
-
-def compare(
-    winner: Contender,
-    opponent: Contender,
-    metrics: list[str],
-    seeds: list[int],
-    mode: str,
-    objective_metric: str | None,
-    fallback: str | None = None,
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Per metric the paired comparison; one verdict, on the headline: the objective's metric (where
-    the objective is a primary dev metric), else ``fallback`` (the study's metric), else the first.
-    The other metrics' rows are exploratory: their intervals, no verdict."""
-    wanted = objective_metric or fallback
-    headline_metric = wanted if wanted in metrics else metrics[0]
-    rows = []
-    for m in metrics:
-        w = [winner.test.get(m, {}).get(s, math.nan) for s in seeds]
-        o = [opponent.test.get(m, {}).get(s, math.nan) for s in seeds]
-        # each metric's own direction: only the objective may be minimised
-        direction = mode if m == objective_metric else "max"
-        d = stats.paired_difference(w, o)
-        wm, ws, _ = stats.mean_std(w)
-        om, os_, _ = stats.mean_std(o)
-        rows.append(
-            {
-                "metric": m,
-                "winner_mean": wm,
-                "winner_std": ws,
-                "opponent_mean": om,
-                "opponent_std": os_,
-                "diff_mean": d.mean,
-                "diff_std": d.std,
-                "diff_low": d.low,
-                "diff_high": d.high,
-                "n": d.n,
-                "method": d.method,
-                "verdict": stats.verdict(d, direction) if m == headline_metric else EXPLORATORY,
+    def this_look(self) -> dict:
+        """This look as the study's run records it (``search.answer.looks``)."""
+        claims = {}
+        for c in self.claims:
+            look = c.headline.look
+            claims[c.key] = {
+                "pairs": c.headline.diff.n,
+                "boundary": look.boundary if look else math.nan,
+                "spent": look.spent if look else 0.0,
+                "total": look.total if look else 0.0,
+                "verdict": c.headline.verdict,
             }
+        return {"seeds": len(self.seeds), "claims": claims}
+
+
+def letter(claim: Claim) -> str:
+    return "a" if claim.key == TUNED else "b"
+
+
+def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
+    """One claim: its question, the two configs and every difference, the table, the verdict."""
+    o, h = claim.other, claim.headline
+    differs = "; ".join(claim.differences) or "nothing"
+    dev = o.row.get("objective", math.nan)
+    lines = [
+        "",
+        f"### ({letter(claim)}) {claim.question}",
+        "",
+        f"**{result.winner.row.label}** against the {claim.other_name}, **{o.row.label}**"
+        + (f" (dev {fmt(dev, o.row.objective_std)})" if dev == dev else "")
+        + f". They differ in: {differs}.",
+        "",
+        f"| test metric | winner | {claim.other_name} | Δ winner − other [interval] | collapsed (winner / other) "
+        "| verdict |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in claim.rows:
+        lines.append(
+            f"| {r.metric} | {fmt(r.winner_mean, r.winner_std)} | {fmt(r.other_mean, r.other_std)} "
+            f"| {signed(r.diff.mean)} [{signed(r.diff.low)}, {signed(r.diff.high)}] "
+            f"| {len(r.collapsed[0])} / {len(r.collapsed[1])} | {r.verdict} |"
         )
-    headline = next(r for r in rows if r["metric"] == headline_metric)
-    return rows, headline
+    return lines + ["", verdict_sentence(claim, len(result.seeds)), collapse_sentence(h, len(result.seeds))]
+
+
+def verdict_sentence(claim: Claim, k: int) -> str:
+    """The verdict in words, with what this look could detect."""
+    h = claim.headline
+    where = f"**Verdict ({letter(claim)}) on test {h.metric}, over {h.diff.n} paired seeds: {h.verdict}**"
+    numbers = f"(Δ {signed(h.diff.mean)}, interval [{signed(h.diff.low)}, {signed(h.diff.high)}]"
+    numbers += f", {h.look.total:.4f} of the {ALPHA:g} error spent)" if h.look else ")"
+    if not math.isfinite(h.detectable):
+        return f"{where} {numbers}."
+    if h.verdict == stats.SAME:
+        return (
+            f"{where} {numbers}: a gain above {pp(h.diff.high)} is unlikely; gains below {pp(h.detectable)} could "
+            f"not be told from noise (the gain this look finds 80% of the time, from {h.diff.n} seeds and the "
+            f"observed spread {pp(h.diff.std, signed_=False)} of the paired differences)."
+        )
+    return (
+        f"{where} {numbers}. At {h.diff.n} seeds and this spread it finds a gain of {pp(h.detectable)} 80% of the time."
+    )
+
+
+def collapse_sentence(h: Row, k: int) -> str:
+    w, o = h.collapsed
+    if not w and not o:
+        return f"No final seed collapsed on either side (0 of {k})."
+    sides = (("winner", w), ("other", o))
+    named = ", ".join(f"{side} {len(s)} of {k} (seeds {list_text(list(s))})" for side, s in sides if s)
+    return f"Collapsed seeds (at or below the majority rate, or diverged): {named}; left out of the paired test."
+
+
+def pp(x: float, signed_: bool = True) -> str:
+    """Accuracy units as percentage points: ``+1.2 pp``."""
+    return "–" if x != x else (f"{100 * x:+.1f} pp" if signed_ else f"{100 * x:.1f} pp")
 
 
 def final_frame(result: FinalResult) -> pd.DataFrame:
-    """``final.csv``: one row per primary test metric, then the published single runs beside them."""
+    """``final.csv``: one row per claim and primary test metric, then the published runs and the floor."""
     rows = [
         {
-            "source": "final",
-            **r,
+            "source": f"final ({letter(c)}) {c.key}",
+            **r.to_dict(),
             "winner": result.winner.row.label,
-            "opponent": result.opponent.row.label,
+            "other": c.other.row.label,
+            "differences": "; ".join(c.differences),
             "seeds": list_text(result.seeds),
         }
-        for r in result.rows
+        for c in result.claims
+        for r in c.rows
     ]
     for source, values in get_study(result.study).published.items():
         rows += [
-            {"source": f"published: {source}", "metric": r["metric"], "winner_mean": values[r["metric"]]}
-            for r in result.rows
-            if r["metric"] in values
+            {"source": f"published: {source}", "metric": r.metric, "winner_mean": values[r.metric]}
+            for r in result.tuned.rows
+            if r.metric in values
         ]
     rows += [
         {"source": "majority (constant predictor)", "metric": k, "winner_mean": v} for k, v in result.majority.items()
     ]
     return pd.DataFrame(rows)
+
+
+__all__ = ["EXPLORATORY", "Contender", "FinalResult", "final_frame"]

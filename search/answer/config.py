@@ -21,10 +21,13 @@ class FinalizeConfig:
     max_concurrent: int = 2
     address: str | None = None
     register: bool = True
+    max_seeds: int | None = None  # the spending plan's planned most seeds (None: the study's, or 2K >= 10)
 
     def __post_init__(self) -> None:
         get_study(self.study)
         if self.seeds < MIN_PAIRS:
             raise ConfigError(f"--seeds {self.seeds}: expected >= {MIN_PAIRS} (fewer seeds can give no verdict)")
+        if self.max_seeds is not None and self.max_seeds < self.seeds:
+            raise ConfigError(f"--max-seeds {self.max_seeds}: expected >= --seeds {self.seeds}")
         if self.cpus_per_trial <= 0 or self.gpus_per_trial < 0 or self.max_concurrent < 1:
             raise ConfigError("--cpus-per-trial > 0, --gpus-per-trial >= 0 and --max-concurrent >= 1 expected")

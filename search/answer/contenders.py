@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from search.answer.comparison import Contender
+from search.answer.claims import Contender
 from search.tracking.outcome import COMPLETED
 from search.tracking.records import CONFIG_ARTIFACT, objective_per_seed, strip_mean
+from spaces.canonical import canonical_key
 from trainables.config import ConfigError, TrainConfig
 from trainables.results import parse_seed_key, per_seed
 
@@ -31,8 +32,9 @@ def single_task(table: pd.DataFrame) -> pd.Series:
 def choose(table: pd.DataFrame, mode: str) -> tuple[pd.Series, pd.Series]:
     """The two sides of "does multitask training help the primary?", both chosen on dev (seed mean):
     the best completed trial with at least one auxiliary task, and the best completed single-task
-    trial (the baseline, or one whose lr and warm-up the search tuned), so that both had the search's
-    tuning and differ only in the auxiliary tasks."""
+    trial (the baseline, or one whose lr and warm-up the search tuned): both had the search's tuning,
+    and may differ in every setting it chose (claim (a) names them; claim (b), the ablation, isolates
+    the auxiliary tasks)."""
     done = table[(table.status == COMPLETED) & np.isfinite(table.objective.astype(float))]
     done = done.sort_values("objective", ascending=(mode == "min"), kind="stable")
     alone = single_task(done)
@@ -41,6 +43,34 @@ def choose(table: pd.DataFrame, mode: str) -> tuple[pd.Series, pd.Series]:
     if alone.all():
         raise ConfigError("the study has no completed multitask trial yet: continue it with --resume first")
     return done[~alone].iloc[0], done[alone].iloc[0]
+
+
+def ablation_row(winner: pd.Series, config: TrainConfig) -> pd.Series:
+    """The ablation's row (it is no trial of the search): its label, its own run id for ``final_for``
+    (its final runs are found again by it) and the ablated config's canonical key."""
+    return pd.Series(
+        {
+            "label": f"{winner.label} without auxiliary tasks",
+            "run_id": f"{winner.run_id}-ablation",
+            "canonical_key": canonical_key(config),
+            "baseline": False,
+            "objective": float("nan"),
+            "objective_std": float("nan"),
+        }
+    )
+
+
+def search_collapses(table: pd.DataFrame, floor: float) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Seed runs of the search at or below ``floor`` (the dev majority rate) or not finite, out of all its
+    seed runs, per side: (multitask, single-task), each ``(collapsed, runs)``, at each trial's last report."""
+    columns = [c for c in table.columns if isinstance(c, str) and c.startswith("objective/seed")]
+    if not columns or table.empty:
+        return (0, 0), (0, 0)
+    values = table[columns].to_numpy(dtype=float)
+    ran = ~np.isnan(values)  # NaN: the seed never reported (seeds as a fidelity, or a failed trial)
+    fell = ran & (np.isinf(values) | ((values <= floor) if np.isfinite(floor) else False))
+    alone = single_task(table).to_numpy()
+    return (int(fell[~alone].sum()), int(ran[~alone].sum())), (int(fell[alone].sum()), int(ran[alone].sum()))
 
 
 def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:

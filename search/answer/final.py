@@ -1,13 +1,15 @@
 """The honest answer at the end of a study (``search.run``'s last step, or ``python -m search.finalize``).
 
-Does multitask training help the primary task? Takes, by the dev objective (seed mean), the best
-completed trial with an auxiliary task and the best completed single-task trial (the baseline or
-a single-task trial with searched lr and warm-up), trains both to full epochs on K fresh seeds the
-search never used (through the same Ray Tune + MLflow machinery; an earlier finalize's completed
-runs are reused), and reports per primary test metric the two means ± std and the paired difference
-with its 95% interval (paired t); the study's metric gets the one verdict. The config with the better
-dev score over the K seeds is logged as an MLflow model and registered as ``<study>-best``. Nothing
-here selects on test.
+Takes, by the dev objective (seed mean), the best completed trial with an auxiliary task (the
+winner) and the best completed single-task trial (the baseline or a single-task trial with searched
+lr and warm-up), makes the winner's ablation (its auxiliary tasks removed, every other setting kept),
+trains the three to full epochs on K fresh seeds the search never used (through the same Ray Tune +
+MLflow machinery; an earlier finalize's completed runs are reused), and answers two claims
+(:mod:`search.answer.claims`): (a) winner against the best single-task trial, (b) winner against
+its ablation; per primary test metric the means ± std and the paired difference with its interval,
+the study's metric one verdict per claim. Each finalize is one look of a group-sequential design
+(:mod:`search.answer.looks`). The config with the better dev score over the K seeds is logged as an
+MLflow model and registered as ``<study>-best``. Nothing here selects on test.
 """
 
 from __future__ import annotations
@@ -15,17 +17,21 @@ from __future__ import annotations
 import logging
 import time
 
-from search.answer.comparison import Contender, FinalResult, compare
+from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
+from search.answer.comparison import FinalResult
 from search.answer.config import FinalizeConfig
 from search.answer.contenders import (
+    ablation_row,
     choose,
     collect,
     complete_finals,
     final_checkpoint,
     final_seeds,
     objective_metric_of,
+    search_collapses,
     trial_config,
 )
+from search.answer.looks import ABLATION_VERDICT_TAG, check_seeds, design_of, earlier_looks, pairs_before, record_look
 from search.answer.register import register
 from search.answer.retrain import train_missing
 from search.answer.text import fmt
@@ -56,21 +62,28 @@ def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
         raise ConfigError(f"study run {name} has no trials in MLflow yet")
     seeds = final_seeds(invocation.seeds, cfg.seeds)
     finals = trial_table(client, experiment.experiment_id, parent, kind=rec.FINAL_KIND)
-    contenders = []
-    for role, row in zip(("winner", "opponent"), choose(table, invocation.mode)):
-        c = Contender(role, row, trial_config(client, row.run_id))
+    winner_row, opponent_row = choose(table, invocation.mode)
+    winner = Contender("winner", winner_row, trial_config(client, winner_row.run_id))
+    opponent = Contender("opponent", opponent_row, trial_config(client, opponent_row.run_id))
+    ablated = ablation_config(winner.config)
+    contenders = [winner, opponent]
+    if ablation_row(winner.row, ablated).canonical_key != opponent.row.canonical_key:  # else: the opponent is it
+        contenders.append(Contender(ABLATION, ablation_row(winner.row, ablated), ablated))
+    for c in contenders:
+        row = c.row
         earlier = complete_finals(finals, row.run_id, c.config.epochs)
         for r in earlier:
             r["checkpoint_dir"] = final_checkpoint(
                 invocation.tune_path, client.get_run(r.run_id).data.tags.get(rec.TRIAL_ID_TAG)
             )
         collect(c, earlier, primary, seeds)
-        contenders.append(c)
-        logger.info("%s on dev: %s (%s)", role, row.label, fmt(row.objective, row.objective_std))
+        logger.info("%s: %s (dev %s)", c.role, row.label, fmt(row.objective, row.objective_std))
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}
     if any(missing.values()):
         train_missing(cfg, parent.info.run_id, invocation, contenders, missing, primary, seeds, kind)
-    return conclude(cfg, client, parent.info.run_id, invocation, name, seeds, contenders, kind)
+    dev_floor = rec.majority_of(parent.data.metrics).get(objective_metric_of(invocation.objective, primary) or "")
+    risk = Risk(*search_collapses(table, dev_floor if dev_floor is not None else float("nan")))
+    return conclude(cfg, client, parent.info.run_id, invocation, name, seeds, contenders, risk, kind)
 
 
 def conclude(
@@ -81,16 +94,39 @@ def conclude(
     name: str,
     seeds,
     contenders,
+    risk: Risk,
     kind: TrialKind,
 ):
-    """Compare on test, register the model, record the numbers on the parent run."""
-    winner, opponent = contenders
+    """Both claims on test at this look, the model registered, the numbers recorded on the parent run."""
+    winner, opponent = contenders[:2]
+    ablation = contenders[2] if len(contenders) > 2 else opponent
     study = get_study(cfg.study)
     metrics = list(dict.fromkeys(m for c in contenders for m in c.test))
     if not metrics:
         raise ConfigError(f"study run {name}: its final runs logged no per-seed {study.primary_name} test scores")
     objective_metric = objective_metric_of(invocation.objective, study.primary_name)
-    rows, headline = compare(winner, opponent, metrics, seeds, invocation.mode, objective_metric, study.metric)
+    majority = kind.majority_on_test(opponent.config)
+    tags = client.get_run(parent_run_id).data.tags
+    looks = earlier_looks(tags)
+    check_seeds(looks, len(seeds))
+    design = design_of(tags, cfg.max_seeds, len(seeds))
+    claims = tuple(
+        compare(
+            key,
+            winner,
+            other,
+            metrics,
+            seeds,
+            invocation.mode,
+            objective_metric,
+            study.metric,
+            majority,
+            pairs_before(looks, key, len(seeds)),
+            design,
+            risk,
+        )
+        for key, other in ((TUNED, opponent), (ABLATION, ablation))
+    )
     result = FinalResult(
         cfg.study,
         name,
@@ -98,33 +134,41 @@ def conclude(
         invocation.mode,
         seeds,
         winner,
-        opponent,
-        rows,
-        headline,
-        majority=kind.majority_on_test(opponent.config),
+        claims,
+        majority=majority,
         search_seeds=list(invocation.seeds),
+        earlier=[look for look in looks if look["seeds"] < len(seeds)],
     )
     if cfg.register and kind.registers_model:  # a simulated trial trained no model
         register(cfg, parent_run_id, result)
     record(client, parent_run_id, result)
+    record_look(client, parent_run_id, looks, result.this_look(), design)
     return result
 
 
 def record(client, parent_run_id: str, result: FinalResult) -> None:
-    """``final/...`` metrics and the verdict on the parent run."""
+    """``final/...`` metrics (step: the look, so every look's numbers stay in the history) and the verdicts."""
     from mlflow.entities import Metric
 
     now = int(time.time() * 1000)
+    step = len(result.earlier)
     values = {}
-    for r in result.rows:
-        for side in ("winner", "opponent"):
-            values[rec.final_key(side, r["metric"], "mean")] = r[f"{side}_mean"]
-            values[rec.final_key(side, r["metric"], "std")] = r[f"{side}_std"]
-        for part in ("mean", "low", "high"):
-            values[rec.final_key("diff", r["metric"], part)] = r[f"diff_{part}"]
-    metrics = [Metric(k, float(v), now, 0) for k, v in values.items() if v == v]
+    for claim in result.claims:
+        other, diff = ("opponent", "diff") if claim.key == TUNED else ("ablation", "ablation_diff")
+        for r in claim.rows:
+            d = r.to_dict()
+            for side, prefix in (("winner", "winner"), (other, "other")):
+                values[rec.final_key(side, r.metric, "mean")] = d[f"{prefix}_mean"]
+                values[rec.final_key(side, r.metric, "std")] = d[f"{prefix}_std"]
+            for part in ("mean", "std", "low", "high"):
+                values[rec.final_key(diff, r.metric, part)] = d[f"diff_{part}"]
+            values[rec.final_key(diff, r.metric, "detectable")] = r.detectable
+    metrics = [Metric(k, float(v), now, step) for k, v in values.items() if v == v]
     client.log_batch(parent_run_id, metrics=metrics)
-    client.set_tag(parent_run_id, rec.VERDICT_TAG, f"{result.headline['metric']}: {result.headline['verdict']}")
+    tuned, claims = result.tuned.headline, {c.key: c.headline for c in result.claims}
+    client.set_tag(parent_run_id, rec.VERDICT_TAG, f"{tuned.metric}: {tuned.verdict}")
+    if ABLATION in claims:
+        client.set_tag(parent_run_id, ABLATION_VERDICT_TAG, f"{claims[ABLATION].metric}: {claims[ABLATION].verdict}")
     client.set_tag(parent_run_id, rec.WINNER_TAG, str(result.winner.row.label))
     client.set_tag(parent_run_id, rec.OPPONENT_TAG, str(result.opponent.row.label))
     if result.model_uri:

@@ -31,34 +31,47 @@ class Context:
     preset_lr: float | None = None  # the baseline's lr unless the study's lr range moved it
 
 
-def versus_baseline(done: pd.DataFrame, mode: str) -> pd.DataFrame:
-    """Δ against the baseline per trial: absolute, relative (withheld near zero) and paired over seeds."""
+def versus_baseline(done: pd.DataFrame, mode: str, family: int = 0) -> pd.DataFrame:
+    """Δ against the baseline per trial: absolute, relative (withheld near zero) and paired over seeds,
+    and the dev screen: Holm's step-down at a family-wise 5% over ``family`` trials (at least those of
+    ``done``): every trial the search ran, stopped ones too. ASHA completes the trials whose early
+    dev scores were best, and a seed's luck lasts through its epochs: the completed trials are the
+    top of the whole family, and a family of the completed ones alone would call them above too often
+    (a stopped trial counts as tested and not rejected)."""
     done = done.copy()
     baseline = done[done.baseline]
     base = float(baseline.objective.iloc[0]) if len(baseline) else math.nan
     base_seeds = objective_per_seed(baseline.iloc[0]) if len(baseline) else {}
     done["delta"] = done.objective - base
     done["delta_rel_%"] = [100 * stats.relative_change(d, base) for d in done.delta]
-    lows, highs, beyond = [], [], []
+    diffs = []
     for _, r in done.iterrows():
         mine = objective_per_seed(r)
         shared = sorted(set(mine) & set(base_seeds))
-        d = stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared])
-        lows.append(d.low)
-        highs.append(d.high)
-        beyond.append("–" if r.baseline else screen(d, mode))
-    done["delta_low"], done["delta_high"], done["beyond_noise"] = lows, highs, beyond
+        diffs.append(stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared]))
+    tested = [not b and d.n >= stats.MIN_PAIRS for b, d in zip(done.baseline, diffs)]
+    pvalues = [stats.p_value(d) for d, t in zip(diffs, tested) if t]
+    rejected = iter(stats.holm(pvalues + [math.nan] * max(0, family - len(pvalues)), SCREEN_ALPHA))
+    done["delta_low"], done["delta_high"] = [d.low for d in diffs], [d.high for d in diffs]
+    done["beyond_noise"] = [
+        "–" if b else screen(d, mode, next(rejected) if t else False) for b, d, t in zip(done.baseline, diffs, tested)
+    ]
     return done
 
 
-SCREEN = {stats.BETTER: "above", stats.WORSE: "below", stats.SAME: "within noise", stats.ZERO_SPREAD: "zero spread"}
+SCREEN_ALPHA = 0.05  # family-wise, two-sided, over every completed trial against the baseline
 
 
-def screen(d: stats.PairedDifference, mode: str) -> str:
-    """A trial against the baseline on dev, in one word: above, below or within the seed noise."""
+def screen(d: stats.PairedDifference, mode: str, rejected: bool) -> str:
+    """A trial against the baseline on dev, in one word: above or below the seed noise where Holm's
+    step-down rejected "no difference" for it, else within noise."""
     if d.n < stats.MIN_PAIRS:
         return f"n={d.n}: too few"
-    return SCREEN[stats.verdict(d, mode)]
+    if stats.verdict(d, mode) == stats.ZERO_SPREAD:
+        return "zero spread"
+    if not rejected:
+        return "within noise"
+    return "above" if (d.mean > 0) == (mode == "max") else "below"
 
 
 def baseline_lr(lr: float, preset_lr: float | None) -> str:
@@ -97,7 +110,9 @@ def ranking(
 ) -> tuple[pd.DataFrame, str]:
     """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
     study = get_study(study_name)
-    done = versus_baseline(table[table.status == COMPLETED], mode).sort_values(OBJECTIVE, ascending=(mode == "min"))
+    family = int((~table.baseline.astype(bool)).sum())  # every trial the search ran but the baseline
+    done = versus_baseline(table[table.status == COMPLETED], mode, family)
+    done = done.sort_values(OBJECTIVE, ascending=(mode == "min"))
     baseline = done[done.baseline]
     scope = Scope.of(objective, study.primary_name)
     lines = header_lines(table, study_name, objective, mode, context)
@@ -124,11 +139,13 @@ def header_lines(table: pd.DataFrame, study_name: str, objective: str, mode: str
         f"{len(table)} trials: {int((table.status == COMPLETED).sum())} completed, "
         f"{int((table.status == PRUNED).sum())} pruned by ASHA, {int((table.status == FAILED).sum())} failed. "
         f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
-        f'{stats.METHOD} interval of the per-seed differences. "dev screen" says whether that interval lies above '
-        f"zero, below it, or holds it (within noise; it takes {stats.MIN_PAIRS} seeds or more). It is a screen, not a "
-        "test: it reads the same dev scores that sorted the trials, once per trial shown with no multiplicity "
-        "correction, so the top rows are above noise partly by selection; the final comparison above, on fresh "
-        "seeds and test, is the verdict. Relative Δ is not shown where the baseline is near zero.",
+        f'{stats.METHOD} interval of the per-seed differences (per trial, not adjusted). "dev screen" says '
+        '"above" or "below" only where Holm\'s step-down over every trial of the search, stopped ones too '
+        f"(paired t p-values against the baseline, {SCREEN_ALPHA:.0%} family-wise, two-sided; {stats.MIN_PAIRS} "
+        'seeds or more) rejects "no difference", else "within noise": a search where nothing matters shows a '
+        'false "above" in at most 5% of its reports. It is a screen on the dev scores that sorted the trials; '
+        "the final comparison above, on fresh seeds and test, is the verdict. Relative Δ is not shown where "
+        "the baseline is near zero.",
     ]
 
 

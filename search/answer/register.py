@@ -10,7 +10,8 @@ import tempfile
 from pathlib import Path
 
 from search.answer import stats
-from search.answer.comparison import Contender, FinalResult
+from search.answer.claims import Contender
+from search.answer.comparison import FinalResult
 from search.answer.config import FinalizeConfig
 from search.answer.contenders import objective_metric_of
 from search.tracking import records as rec
@@ -59,7 +60,7 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
                 "role": chosen.role,
                 "seed": str(seed),
                 "canonical_key": str(chosen.row.canonical_key),
-                "verdict": result.headline["verdict"],
+                "verdict": result.verdicts(),
             },
             card,
         )
@@ -71,7 +72,7 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
 def model_card(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult, chosen: Contender) -> ModelCard:
     """What the registered model is: the study's preset (the parent run's params), the chosen config's
     dev score over the final seeds against the majority rate on the same dev rows (the parent run's
-    ``majority/dev/<metric>``; ``dev - majority`` with its t interval), and the study's verdict."""
+    ``majority/dev/<metric>``; ``dev - majority`` with its t interval), and the study's two verdicts."""
     from search.tracking.runs import client as mlflow_client
 
     parent = mlflow_client(cfg.tracking_uri).get_run(parent_run_id)
@@ -81,7 +82,6 @@ def model_card(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult, cho
     scores = [chosen.dev.get(s, math.nan) for s in result.seeds]
     mean, std, _ = stats.mean_std(scores)
     diff = stats.against_constant(scores, majority)
-    h = result.headline
     return ModelCard(
         study=cfg.study,
         preset=invocation.preset,
@@ -93,7 +93,7 @@ def model_card(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult, cho
         low=diff.low,
         high=diff.high,
         above_majority=stats.beats_constant(diff, result.mode),
-        verdict=f"test {h['metric']}, multitask winner against single-task opponent: {h['verdict']}",
+        verdict=result.verdicts(),  # both claims: (a) against the best single-task trial, (b) the ablation
     )
 
 

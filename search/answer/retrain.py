@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from search.answer.comparison import Contender
+from search.answer.claims import Contender
 from search.answer.config import FinalizeConfig
 from search.answer.contenders import collect
 from search.answer.text import list_text

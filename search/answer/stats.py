@@ -17,12 +17,8 @@ import numpy as np
 METHOD = "paired t, 95%"
 
 
-BETTER, SAME, WORSE, TOO_FEW = (
-    "better than the single-task opponent",
-    "no significant difference",
-    "worse than the single-task opponent",
-    "too few seeds to tell",
-)
+# the words of a verdict; which side is compared with which is the claim's (search.answer.claims)
+BETTER, SAME, WORSE, TOO_FEW = ("better", "no significant difference", "worse", "too few seeds to tell")
 ZERO_SPREAD = (
     "no verdict: every seed gave the same difference, so the interval has zero width and measures no seed noise"
 )
@@ -108,6 +104,30 @@ def beats_constant(diff: PairedDifference, mode: str = "max") -> bool:
     if said == ZERO_SPREAD:
         return diff.mean > 0 if mode == "max" else diff.mean < 0
     return said == BETTER
+
+
+def p_value(diff: PairedDifference) -> float:
+    """Two-sided paired t p-value of ``diff.mean != 0`` (NaN below two pairs; 0 at zero spread and a nonzero mean)."""
+    from scipy.stats import t
+
+    if diff.n < 2 or math.isnan(diff.std):
+        return math.nan
+    if diff.std == 0:
+        return 0.0 if diff.mean else 1.0
+    return float(2 * t.sf(abs(diff.mean) / (diff.std / math.sqrt(diff.n)), diff.n - 1))
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down: which of the hypotheses are rejected at family-wise error ``alpha`` (valid under
+    any dependence between them; a NaN p-value is never rejected and counts in the family)."""
+    m = len(pvalues)
+    order = sorted(range(m), key=lambda i: (math.isnan(pvalues[i]), pvalues[i]))
+    rejected = [False] * m
+    for rank, i in enumerate(order):
+        if math.isnan(pvalues[i]) or pvalues[i] > alpha / (m - rank):
+            break
+        rejected[i] = True
+    return rejected
 
 
 def relative_change(delta: float, baseline: float, floor: float = 0.05) -> float:

@@ -1,137 +1,211 @@
-"""How often finalize's verdict says "better" when multitask training does not help: measured.
+"""How often finalize's claims say "better" when they are false: measured over any truth.
 
-Whole studies are simulated and driven through the functions finalize itself uses (``choose``,
-``final_seeds``, ``collect``, ``compare``, hence ``stats.verdict``) on trial tables shaped like
-:func:`search.tracking.runs.trial_table`'s. The model of a score:
+``python -m search.simulation.calibration --truth FILE --studies N`` runs whole studies through the
+in-process simulator (:func:`search.simulation.study.simulate`: the real space, Optuna searcher and
+ASHA scheduler, each study on its own truth seed and search seed), then finalize's own functions on
+fresh simulated seeds scored by the truth (``choose``, ``ablation_config``, ``final_seeds``,
+``collect``, ``claims.compare`` at every look of ``--looks``), and prints one JSON line per claim:
+``claim``, ``studies``, ``better`` (studies with a "better" at some look), ``false_better`` (those
+where the truth says the winner is not better: its true test score at most the other side's),
+``rate`` (false_better / studies) and its Monte Carlo ``se``, the bound ``0.025 + 2 se`` and
+``within``.
 
-    score(config, seed, split) = true(config) + luck(config, seed) + noise(split)
-
-``true`` is a config's score with infinite seeds (the multitask ones ``effect`` higher, every
-config ``config_sd`` apart), ``luck`` the seed's effect on that config, shared by its dev and its
-test score (sd ``seed_sd``), ``noise`` the evaluation noise of one split (sd ``eval_sd``). Trials
-are multitask or single-task at even odds, as the space draws them; the search scores dev on its
-seeds, finalize trains winner and opponent on K more and compares their test scores.
-
-``python -m search.simulation.calibration [--studies N]`` prints the false "better" rate under the
-null with its Monte Carlo standard error, and the power at a true effect of one seed sd;
-``--reuse-search-seeds`` shows what testing on the seeds that chose the winner did.
+``--regime NAME`` (no ``--truth``) runs the fast model of :mod:`search.simulation.regimes` instead:
+one of :data:`REGIMES`, the table of ``docs/verdict.md``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import replace
 
 import numpy as np
+import optuna
 import pandas as pd
 
-from search.answer.comparison import Contender, compare
-from search.answer.contenders import choose, collect, final_seeds
+from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
+from search.answer.contenders import choose, collect, final_seeds, objective_metric_of, search_collapses
+from search.answer.sequential import ALPHA, Design, default_max_seeds
 from search.answer.stats import BETTER
-from search.tracking.outcome import COMPLETED
-from search.tracking.records import OBJECTIVE, objective_seed_key
-from trainables.config import TrainConfig
-from trainables.results import seed_key
+from search.simulation.regimes import Outcome, Simulation, simulate_study
+from search.simulation.study import simulate
+from search.simulation.truth import load_truth, resolve_truth
+from search.simulation.truth.model import Truth
+from search.study.config import SearchConfig
+from search.tracking.outcome import outcome_of
+from search.tracking.records import OBJECTIVE, TrialParams, objective_seed_key, strip_mean
+from spaces.canonical import canonical_key
+from trainables.cli import run_main
+from trainables.config import ConfigError, TrainConfig
+from trainables.results import per_seed
 
-PRIMARY, METRIC = "semeval", "acc_4way"
-CONFIG = TrainConfig(tasks=(PRIMARY,), primary=PRIMARY)  # the simulation trains nothing: any config will do
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """One simulated study's shape; scores in accuracy units (0.01 = 1 pp)."""
-
-    trials: int = 30
-    search_seeds: int = 3
-    final_seeds: int = 5
-    effect: float = 0.0  # true gain of every multitask config over every single-task one
-    seed_sd: float = 0.01  # a seed's luck, shared by its dev and test scores
-    eval_sd: float = 0.005  # evaluation noise of one split
-    config_sd: float = 0.0  # spread of true scores between configs (0: the null of "no config matters")
-    reuse_search_seeds: bool = False  # the old finalize: final seeds 1..K, the search's among them
-
-    def __post_init__(self) -> None:
-        if self.trials < 2:
-            raise ValueError(f"Simulation.trials = {self.trials}: expected >= 2 (the baseline and a multitask trial)")
-
-
-def simulate_study(sim: Simulation, rng: np.random.Generator) -> str:
-    """One study through choose / collect / compare; the headline verdict."""
-    multitask = rng.random(sim.trials) < 0.5
-    multitask[0] = False  # t00 baseline
-    while not multitask.any():  # a study with no multitask trial has no verdict: the rate is among those with one
-        multitask[1:] = rng.random(sim.trials - 1) < 0.5
-    true = 0.7 + sim.effect * multitask + rng.normal(0.0, sim.config_sd, sim.trials)
-    luck: dict[tuple[int, int], float] = {}
-
-    def score(trial: int, seed: int) -> float:
-        if (trial, seed) not in luck:
-            luck[trial, seed] = rng.normal(0.0, sim.seed_sd)
-        return float(true[trial] + luck[trial, seed] + rng.normal(0.0, sim.eval_sd))
-
-    searched = list(range(1, sim.search_seeds + 1))
-    table = pd.DataFrame(
-        [trial_row(i, bool(multitask[i]), {s: score(i, s) for s in searched}) for i in range(sim.trials)]
-    )
-    winner_row, opponent_row = choose(table, "max")
-    seeds = list(range(1, sim.final_seeds + 1)) if sim.reuse_search_seeds else final_seeds(searched, sim.final_seeds)
-    sides = []
-    for role, row in (("winner", winner_row), ("opponent", opponent_row)):
-        c = Contender(role, row, CONFIG)
-        final = {objective_seed_key(s): score(row.trial, s) for s in seeds}
-        final |= {seed_key(f"{PRIMARY}/test/{METRIC}", s): score(row.trial, s) for s in seeds}
-        collect(c, [pd.Series(final)], PRIMARY, seeds)
-        sides.append(c)
-    _, headline = compare(sides[0], sides[1], [METRIC], seeds, "max", METRIC)
-    return headline["verdict"]
+# the regimes of docs/verdict.md: each a Simulation (scores in accuracy units, 0.01 = 1 pp)
+REGIMES: dict[str, Simulation] = {
+    "null": Simulation(),
+    "null-k3": Simulation(looks=(3,)),
+    "null-k10": Simulation(looks=(10,)),
+    "lr-matters": Simulation(lr_depth=0.02),
+    "lr-matters-12": Simulation(trials=12, lr_depth=0.02),
+    "configs-differ-0.5pp": Simulation(config_sd=0.005),
+    "configs-differ-1pp": Simulation(config_sd=0.01),
+    "shared-seed-luck": Simulation(shared_sd=0.01),
+    "collapsed-k5": Simulation(collapse=0.15),
+    "collapsed-k10": Simulation(collapse=0.15, looks=(10,)),
+    "looks-3-5": Simulation(looks=(3, 5)),
+    "looks-3-5-10": Simulation(looks=(3, 5, 10)),
+    "looks-every-3-10": Simulation(looks=tuple(range(3, 11))),
+    "power-1sd": Simulation(effect=0.01),
+}
 
 
-def trial_row(trial: int, multitask: bool, dev: dict[int, float]) -> dict:
-    """A completed trial as the trial table holds it (the columns ``choose`` reads)."""
-    values = list(dev.values())
-    return {
-        "trial": trial,
-        "label": f"t{trial:02d}",
-        "run_id": f"t{trial:02d}",
-        "status": COMPLETED,
-        "baseline": trial == 0,
-        "auxiliary": "sst2" if multitask else "none",
-        "canonical_key": f"t{trial:02d}",
-        OBJECTIVE: float(np.mean(values)),
-        "objective_std": float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
-        **{objective_seed_key(s): v for s, v in dev.items()},
+# -- one study through the real search ------------------------------------------------
+def search_table(trials, objective: str, epochs: int) -> pd.DataFrame:
+    """The ended trials as ``search.tracking.runs.trial_table`` rows: status, side, objective per seed."""
+    rows = []
+    for t in trials:
+        config = TrainConfig.from_dict(t.config["train"])
+        seeds = per_seed(t.last_result, strip_mean(objective))
+        rows.append(
+            {
+                "trial": t.number,
+                "label": t.config.get("label", t.trial_id),
+                "run_id": t.trial_id,
+                "status": outcome_of(t.last_result, epochs),
+                "baseline": bool(t.config.get("baseline", False)),
+                "auxiliary": TrialParams.of(config, t.seeds).aux,
+                "canonical_key": t.config.get("key", t.trial_id),
+                OBJECTIVE: float(t.last_result.get(objective, math.nan)),
+                "objective_std": math.nan,
+                **{objective_seed_key(s): v for s, v in seeds.items()},
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> list[Outcome]:
+    """One study of ``cfg`` on ``truth`` through the simulator, then both claims at every look."""
+    study = simulate(cfg, truth)
+    epochs = study.plan.base.epochs
+    metric = objective_metric_of(study.plan.objective, truth.primary)
+    if metric is None:
+        raise ConfigError(f"objective {study.plan.objective}: not a dev metric of {truth.primary}, no true score")
+    table = search_table(study.trials, study.plan.objective, epochs)
+    winner_row, opponent_row = choose(table, study.mode)
+    by_id = {t.trial_id: t for t in study.trials}
+    configs = {
+        r: TrainConfig.from_dict(by_id[row.run_id].config["train"])
+        for r, row in (("w", winner_row), ("o", opponent_row))
     }
+    ablated = ablation_config(configs["w"])
+    seeds = final_seeds(cfg.seed_list(), looks[-1])
+    sides = {}
+    for role, row, config, key in (
+        ("winner", winner_row, configs["w"], winner_row.canonical_key),
+        ("opponent", opponent_row, configs["o"], opponent_row.canonical_key),
+        (ABLATION, pd.Series({"label": "ablation"}), ablated, canonical_key(ablated)),
+    ):
+        c = Contender(role, row, config)
+        scores = truth.trial_metrics(config.with_(evaluate_test=True), key, seeds, config.epochs, study.plan.objective)
+        dev = per_seed(scores, strip_mean(study.plan.objective))
+        collect(c, [pd.Series({**scores, **{objective_seed_key(s): v for s, v in dev.items()}})], truth.primary, seeds)
+        sides[role] = c
+    floor = dict(truth.majority)
+    risk = Risk(*search_collapses(table, floor.get(metric, math.nan)))
+    design = Design(default_max_seeds(looks[0]))
+    out = []
+    for claim, other in ((TUNED, "opponent"), (ABLATION, ABLATION)):
+        verdicts: list[str] = []
+        pairs: list[int] = []
+        for k in looks:
+            metrics = list(sides["winner"].test)
+            headline = compare(
+                claim, sides["winner"], sides[other], metrics, seeds[:k], study.mode, metric, None, floor,
+                pairs, design, risk,
+            ).headline  # fmt: skip
+            verdicts.append(headline.verdict)
+            pairs.append(headline.diff.n)
+        true = truth.true_score(sides["winner"].config, metric, "test") - truth.true_score(
+            sides[other].config, metric, "test"
+        )
+        out.append(Outcome(claim, tuple(verdicts), true if study.mode == "max" else -true))
+    return out
 
 
-def better_rate(sim: Simulation, studies: int, seed: int = 0) -> tuple[float, float]:
-    """The share of ``studies`` simulated studies whose verdict is "better", and its Monte Carlo SE."""
+# -- rates --------------------------------------------------------------------------------
+def rates(outcomes: Iterable[list[Outcome]], label: str) -> list[dict]:
+    """One line per claim: how often it said "better" at some look, and how often falsely."""
+    studies = list(outcomes)
+    lines = []
+    for i, claim in enumerate((TUNED, ABLATION)):
+        said = [any(v == BETTER for v in s[i].verdicts) for s in studies]
+        false = int(sum(bool(b and s[i].true_diff <= 0) for b, s in zip(said, studies)))
+        n = len(studies)
+        rate = false / n
+        se = math.sqrt(max(rate * (1 - rate), ALPHA * (1 - ALPHA) / n if not false else 0.0) / n)
+        lines.append(
+            {
+                "regime": label,
+                "claim": claim,
+                "studies": n,
+                "better": int(sum(said)),
+                "false_better": false,
+                "rate": round(rate, 5),
+                "se": round(se, 5),
+                "bound": round(ALPHA + 2 * se, 5),
+                "within": rate <= ALPHA + 2 * se,
+            }
+        )
+    return lines
+
+
+def regime_rates(name: str, studies: int, seed: int = 0) -> list[dict]:
     rng = np.random.default_rng(seed)
-    hits = sum(simulate_study(sim, rng) == BETTER for _ in range(studies))
-    rate = hits / studies
-    return rate, math.sqrt(max(rate * (1 - rate), 1e-12) / studies)
+    return rates((simulate_study(REGIMES[name], rng) for _ in range(studies)), name)
+
+
+def truth_rates(truth_file: str, studies: int, looks: tuple[int, ...], trials: int, first: int = 0) -> list[dict]:
+    try:
+        path = resolve_truth(truth_file)
+    except ConfigError as exc:  # its words name search.run's flag
+        raise ConfigError(str(exc).replace("--simulate", "--truth")) from None
+    truth = load_truth(path)
+    cfg = SearchConfig("absa", preset="full", simulate=path, trials=trials, seeds=3, max_concurrent=8)
+    runs = (
+        through_search(replace(cfg, search_seed=i), replace(truth, seed=i), looks)
+        for i in range(first, first + studies)
+    )
+    return rates(runs, f"{truth.name} via search")
 
 
 def main() -> int:
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # one line per simulated study would bury the JSON
     p = argparse.ArgumentParser(prog="python -m search.simulation.calibration", description=__doc__.split("\n\n")[0])
-    p.add_argument("--studies", type=int, default=2000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--reuse-search-seeds", action="store_true", help="the old finalize, for contrast")
+    p.add_argument("--truth", help="a truth file or built-in truth: whole studies through the simulator")
+    p.add_argument("--regime", choices=sorted(REGIMES), help="a regime of the fast model (without --truth)")
+    p.add_argument("--studies", type=int, default=200)
+    p.add_argument("--looks", default="5", help="final seeds at each look, e.g. 3,5,10 (with --truth)")
+    p.add_argument("--trials", type=int, default=30, help="trials per study (with --truth)")
+    p.add_argument("--seed", type=int, default=0, help="the first study's truth and search seed")
     args = p.parse_args()
-    null = Simulation(reuse_search_seeds=args.reuse_search_seeds)
-    rate, se = better_rate(null, args.studies, args.seed)
-    nominal_se = math.sqrt(0.025 * 0.975 / args.studies)
-    print(f"{args.studies} simulated studies of {null}")
-    print(
-        f'null (no true effect): "better" in {rate:.4f} ± {se:.4f} (MC SE); '
-        f"bound 0.025 + 2 SE = {0.025 + 2 * nominal_se:.4f}"
-    )
-    power, power_se = better_rate(
-        Simulation(effect=null.seed_sd, reuse_search_seeds=null.reuse_search_seeds), args.studies, args.seed + 1
-    )
-    print(f"power at a true effect of one seed sd ({null.seed_sd}): {power:.4f} ± {power_se:.4f}")
+    try:
+        looks = tuple(int(k) for k in args.looks.split(","))
+    except ValueError:
+        raise ConfigError(f"--looks {args.looks!r}: expected increasing seed counts such as 3,5,10") from None
+    if list(looks) != sorted(set(looks)) or looks[0] < 3:
+        raise ConfigError(f"--looks {args.looks}: expected increasing seed counts from 3, such as 3,5,10")
+    if args.studies < 1 or args.trials < 2:
+        raise ConfigError(f"--studies {args.studies} >= 1 and --trials {args.trials} >= 2 expected")
+    if args.truth:
+        lines = truth_rates(args.truth, args.studies, looks, args.trials, args.seed)
+    else:
+        lines = regime_rates(args.regime or "null", args.studies, args.seed)
+    for line in lines:
+        print(json.dumps(line))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main, (ConfigError, OSError))

@@ -1,8 +1,10 @@
+import argparse
 import json
 
 import pytest
 
-from search.estimate import benchmark_throughput
+from search.answer.looks import recorded_spread
+from search.estimate import benchmark_throughput, planned
 from trainables.config import ConfigError
 
 
@@ -62,3 +64,17 @@ def test_seeds_as_a_fidelity_makes_the_first_rung_cheaper():
     expected = (2 / 3 * 1 + 2 / 9 * 9 + 1 / 9 * 12) / 12
     assert asha_seed_epoch_fraction(SeedSchedule(3, 1, rungs, 3), 3, 4) == pytest.approx(expected)
     assert expected < asha_epoch_fraction(4, 1, 3)  # 0.33 of 12 seed-epochs per trial, against 0.44
+
+
+def test_plan_gives_the_final_seeds_a_gain_needs_from_a_spread():
+    args = argparse.Namespace(study="absa", plan=0.02, spread=0.0158, from_study=False, name=None, tracking_uri="")
+    out = planned(args)
+    k = out["final_seeds"]
+    assert out["spread_from"] == "--spread" and k is not None and k > 5  # 2 pp at 5 seeds: below 80%
+    assert out["detectable_gain_at"][str(k)] <= 0.02 < out["detectable_gain_at"]["5"]
+    with pytest.raises(ConfigError, match="needs the spread"):
+        planned(argparse.Namespace(**{**vars(args), "spread": None}))
+    with pytest.raises(ConfigError, match="expected a gain > 0"):
+        planned(argparse.Namespace(**{**vars(args), "plan": -0.01}))
+    metrics = {"final/diff/acc_4way/std": 0.02, "final/ablation_diff/acc_4way/std": 0.012, "other": 1.0}
+    assert recorded_spread(metrics, "acc_4way") == {"tuned": 0.02, "ablation": 0.012}

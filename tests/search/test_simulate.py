@@ -69,8 +69,12 @@ def test_a_simulated_study_runs_search_finalize_and_report_without_torch_or_data
     assert len(trials) == 6 and all(t.data.tags["device"] == "simulated" for t in trials)
     assert {"objective", "semeval/dev/acc_4way/seed3", "sampling/p/semeval/mean"} <= set(trials[0].data.metrics)
     assert not any("/test/" in k for t in trials for k in t.data.metrics)  # the search scores no test
-    assert len(finals) == 2 and all("semeval/test/acc_4way/seed8" in f.data.metrics for f in finals)  # seeds 4-8
+    # winner, opponent and the winner's ablation (its auxiliary tasks removed), on seeds 4-8
+    assert len(finals) == 3 and all("semeval/test/acc_4way/seed8" in f.data.metrics for f in finals)
+    assert sum(f.data.tags["final_for"].endswith("-ablation") for f in finals) == 1
     assert parent.data.tags["final_verdict"].startswith("acc_4way: ")
+    assert parent.data.tags["final_ablation_verdict"].startswith("acc_4way: ")
+    first_look = parent.data.tags["final_look_1"]
     report = next((tmp_path / "results" / "absa").iterdir()) / "report.md"
     assert "SIMULATED study" in report.read_text()
 
@@ -78,7 +82,13 @@ def test_a_simulated_study_runs_search_finalize_and_report_without_torch_or_data
     again = [sys.executable, "-m", "search.finalize", "absa", "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]
     r = subprocess.run(again, cwd=tmp_path, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert len(study_runs(tmp_path)[1]["final"]) == 2
+    assert len(study_runs(tmp_path)[1]["final"]) == 3
+
+    # more seeds: a second look, the first one kept as it was
+    r = subprocess.run([*again, "--seeds", "7"], cwd=tmp_path, env=no_torch(tmp_path), capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (parent,) = study_runs(tmp_path)[1]["study"]
+    assert parent.data.tags["final_look_1"] == first_look and '"seeds": 7' in parent.data.tags["final_look_2"]
 
 
 def test_a_bad_truth_stops_before_ray_in_one_line(tmp_path):

@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from search.answer.comparison import EXPLORATORY, Contender, compare
+from search.answer.claims import EXPLORATORY, TUNED, Contender, compare
 from search.answer.contenders import (
     choose,
     collect,
@@ -114,12 +114,27 @@ def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
         seeds,
     )
     assert winner.dev == {3: 0.73, 4: 0.75, 5: 0.74} and winner.checkpoints[3] == "/w/seed-3.pt"  # seed 6: not final
-    rows, headline = compare(winner, opponent, ["acc_4way", "acc_3way"], seeds, "max", "acc_4way")
-    assert headline is rows[0] and headline["n"] == 3
-    assert headline["diff_mean"] == pytest.approx((0.05 + 0.04 + 0.045) / 3)
-    assert headline["verdict"] == BETTER  # differences 0.05, 0.04, 0.045: tight
-    assert rows[1]["verdict"] == EXPLORATORY  # one verdict, on the study's metric
-    rows, _ = compare(winner, opponent, ["acc_4way"], [3, 4, 5, 6], "max", "acc_4way")
-    assert rows[0]["n"] == 3  # seed 6 has no pair
-    worse, _ = compare(opponent, winner, ["acc_4way"], seeds, "max", "acc_4way")
-    assert worse[0]["verdict"] == WORSE and math.isclose(worse[0]["diff_mean"], -rows[0]["diff_mean"])
+    claim = compare(TUNED, winner, opponent, ["acc_4way", "acc_3way"], seeds, "max", "acc_4way")
+    headline, rows = claim.headline, claim.rows
+    assert headline is rows[0] and headline.diff.n == 3
+    assert headline.diff.mean == pytest.approx((0.05 + 0.04 + 0.045) / 3)
+    assert headline.verdict == BETTER  # differences 0.05, 0.04, 0.045: tight
+    assert rows[1].verdict == EXPLORATORY  # one verdict, on the study's metric
+    rows = compare(TUNED, winner, opponent, ["acc_4way"], [3, 4, 5, 6], "max", "acc_4way").rows
+    assert rows[0].diff.n == 3  # seed 6 has no pair
+    worse = compare(TUNED, opponent, winner, ["acc_4way"], seeds, "max", "acc_4way").rows
+    assert worse[0].verdict == WORSE and math.isclose(worse[0].diff.mean, -rows[0].diff.mean)
+
+
+def test_search_collapses_counts_each_sides_seed_runs_at_or_below_the_floor():
+    from search.answer.contenders import search_collapses
+
+    table = pd.DataFrame(
+        [
+            row("t00 baseline", "completed", 0.70, True, (0.69, 0.58)),  # one single-task run at the floor
+            row("t01 sst2 sqrt", "completed", 0.74, False, (0.57, math.inf)),  # below it, and one diverged
+            row("t02 pos square", "pruned", 0.60, False, (0.70, math.nan)),  # seed 2 never reported
+        ]
+    )
+    assert search_collapses(table, 0.58) == ((2, 3), (1, 2))
+    assert search_collapses(table, math.nan) == ((1, 3), (0, 2))  # no floor: only the diverged run

@@ -4,9 +4,11 @@ the final seeds against it, the verdict."""
 import pandas as pd
 import pytest
 
-from search.answer.comparison import Contender, FinalResult
+from search.answer.claims import TUNED, Claim, Contender, Row
+from search.answer.comparison import FinalResult
 from search.answer.config import FinalizeConfig
 from search.answer.register import model_card
+from search.answer.stats import PairedDifference
 from search.tracking.records import Invocation, majority_key
 from trainables.config import TrainConfig
 
@@ -47,8 +49,11 @@ def parent(tmp_path_factory):
 def result_with(dev: dict[int, float]) -> tuple[FinalResult, Contender]:
     config = TrainConfig(tasks=("semeval",), primary="semeval")
     chosen = Contender("opponent", pd.Series({"label": "t00 baseline"}), config, dev=dev)
-    headline = {"metric": "acc_4way", "verdict": "no significant difference"}
-    result = FinalResult("absa", "absa-1", INVOCATION.objective, "max", [3, 4, 5], chosen, chosen, [], headline)
+    nan = float("nan")
+    diff = PairedDifference(0.0, 0.01, 3, -0.02, 0.02)
+    headline = Row("acc_4way", nan, nan, nan, nan, diff, "no significant difference", 0.03, ((), ()))
+    claim = Claim(TUNED, chosen, (headline,), headline, ())
+    result = FinalResult("absa", "absa-1", INVOCATION.objective, "max", [3, 4, 5], chosen, (claim,))
     return result, chosen
 
 

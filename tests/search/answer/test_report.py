@@ -25,3 +25,23 @@ def test_a_range_that_excludes_the_preset_lr_moves_the_baseline_and_says_so():
     assert baseline_choices(study, base)["lr"] == 5e-5
     assert baseline_moves(study, base) == {"lr": (2e-5, 5e-5)}
     assert baseline_moves(get_study("absa"), base) == {}
+
+
+def test_the_dev_screen_calls_a_trial_above_only_where_holm_rejects():
+    import pandas as pd
+
+    from search.answer.ranking import versus_baseline
+
+    def trial(label, baseline, values):
+        seeds = {f"objective/seed{s}": v for s, v in enumerate(values, 1)}
+        return {"label": label, "baseline": baseline, "objective": sum(values) / len(values), **seeds}
+
+    base = (0.70, 0.71, 0.69, 0.70)
+    clear = trial("t01", False, (0.80, 0.812, 0.789, 0.80))  # +10 pp on every seed: passes Holm's first step
+    marginal = trial("t02", False, (0.72, 0.74, 0.695, 0.72))  # p 0.036: alone it passes 5%, among 7 it does not
+    noise = [trial(f"t{i:02d}", False, (0.70, 0.72, 0.68, 0.70)) for i in range(3, 8)]
+    done = versus_baseline(pd.DataFrame([trial("t00", True, base), clear, marginal, *noise]), "max")
+    screen = dict(zip(done.label, done.beyond_noise))
+    assert screen["t00"] == "–" and screen["t01"] == "above" and screen["t02"] == "within noise"
+    alone = versus_baseline(pd.DataFrame([trial("t00", True, base), marginal]), "max")
+    assert alone.beyond_noise.iloc[1] == "above"  # the same trial, in a family of one

@@ -91,3 +91,15 @@ def test_a_score_beats_the_majority_rate_only_beyond_its_seed_noise():
     # two seeds cannot tell; lower is better for a min metric
     assert not beats_constant(against_constant([0.70, 0.71], 0.5831))
     assert beats_constant(against_constant([0.20, 0.21, 0.22], 0.5), mode="min")
+
+
+def test_holm_steps_down_and_p_values_match_the_t_interval():
+    from search.answer.stats import holm, p_value
+
+    # m = 4 at 5%: 0.01 <= 0.0125 and 0.016 <= 0.0167 rejected, 0.03 > 0.025 stops the walk
+    assert holm([0.03, 0.01, 0.016, 0.2]) == [False, True, True, False]
+    assert holm([0.011, math.nan]) == [True, False] and holm([]) == []
+    assert holm([0.026, 0.026]) == [False, False]  # one test at 0.026 would pass; two must share alpha
+    d = paired_difference([0.80, 0.82, 0.79, 0.81, 0.80], [0.75, 0.78, 0.76, 0.77, 0.74])
+    edge = paired_difference([0.8, 0.81, 0.79], [0.8, 0.8, 0.8])
+    assert p_value(d) < 0.05 and verdict(d) == BETTER and p_value(edge) > 0.05 and verdict(edge) == SAME

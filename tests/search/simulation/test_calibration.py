@@ -1,20 +1,47 @@
-"""The verdict's calibration, measured on simulated studies through finalize's own functions."""
+"""The claims' calibration, measured on simulated studies through finalize's own functions: the main
+regimes of docs/verdict.md at a few hundred studies each (the table itself: benchmarks.sim_calibration)."""
 
 import math
 
+import numpy as np
+import pytest
+
 from search.answer.stats import BETTER, SAME, WORSE
-from search.simulation.calibration import Simulation, better_rate, simulate_study
+from search.simulation.calibration import REGIMES, main, regime_rates, truth_rates
+from search.simulation.regimes import Simulation, simulate_study
+
+STUDIES = 300
+BOUND = 0.025 + 2 * math.sqrt(0.025 * 0.975 / STUDIES)
 
 
-def test_false_better_rate_under_the_null_is_at_most_nominal():
-    studies = 2000
-    rate, _ = better_rate(Simulation(), studies, seed=0)
-    assert rate <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / studies), rate
+@pytest.mark.parametrize("regime", ["null", "collapsed-k5", "looks-3-5-10"])
+def test_no_claim_says_better_falsely_beyond_nominal(regime):
+    for line in regime_rates(regime, STUDIES, seed=1):
+        assert line["studies"] == STUDIES and line["rate"] <= BOUND, line
 
 
-def test_a_true_effect_is_found_more_often_than_none():
-    import numpy as np
+def test_where_lr_matters_the_ablation_is_calibrated_and_claim_a_is_about_configs():
+    tuned, ablation = regime_rates("lr-matters", STUDIES, seed=2)
+    assert ablation["claim"] == "ablation" and ablation["rate"] <= BOUND, ablation
+    assert tuned["false_better"] <= tuned["better"]  # claim (a) may be true: the winner's lr may be better
 
+
+def test_a_true_gain_of_the_auxiliary_tasks_is_found_by_the_ablation():
     strong = Simulation(effect=0.03)  # three seed sds
-    assert simulate_study(strong, np.random.default_rng(1)) in (BETTER, SAME, WORSE)
-    assert better_rate(strong, 200, seed=1)[0] > 0.5
+    outcomes = simulate_study(strong, np.random.default_rng(1))
+    assert [o.claim for o in outcomes] == ["tuned", "ablation"]
+    assert all(v in (BETTER, SAME, WORSE) for o in outcomes for v in o.verdicts)
+    assert "power-1sd" in REGIMES
+    rng = np.random.default_rng(4)
+    found = [simulate_study(strong, rng)[1].verdicts[-1] == BETTER for _ in range(100)]
+    assert np.mean(found) > 0.5
+
+
+@pytest.mark.slow
+def test_calibration_runs_whole_studies_through_the_real_search(capsys, monkeypatch):
+    tuned, ablation = truth_rates("null", 2, (3, 5), trials=8)
+    assert (tuned["claim"], ablation["claim"], tuned["studies"]) == ("tuned", "ablation", 2)
+    monkeypatch.setattr("sys.argv", ["calibration", "--truth", "null", "--studies", "1", "--trials", "6"])
+    assert main() == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and all('"rate"' in line and '"se"' in line for line in lines)

@@ -1,0 +1,273 @@
+"""The two claims of a study's answer, each tested for what it is, over the same fresh seeds.
+
+- ``tuned`` (claim a): is the study's best multitask config better than the best plain fine-tuning
+  the same search found (the best single-task trial)? The two configs differ in whatever the search
+  chose for each (lr, warm-up, schema, ...): :func:`differences` names every one.
+- ``ablation`` (claim b): do the auxiliary tasks help *this* config? The winner against itself with
+  its auxiliary tasks removed and every other setting kept (lr, warm-up, epochs, the strategies that
+  still apply); the only difference is the auxiliary tasks.
+
+Each comparison is paired over the final seeds (:func:`decide`): seeds that collapsed (at or below
+the majority rate, or diverged) are named and counted per side and leave the paired test, which is
+a group-sequential t test (:mod:`search.answer.sequential`) on the remaining pairs. Collapse rates
+are compared separately, per side over every seed run of the study (the search's trials and the
+final seeds: a handful of final seeds cannot show a 15% collapse rate, a hundred search runs can):
+where either side collapsed anywhere, "better" also needs the clean gain to survive the winner
+side's collapse rate at its upper 97.5% bound (:func:`survives_collapses`).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, is_dataclass, replace
+from typing import Any
+
+import pandas as pd
+
+from search.answer import stats
+from search.answer.power import detectable_gain
+from search.answer.sequential import Design, Look, boundaries, schedule
+from spaces.canonical import canonical
+from trainables.config import TrainConfig
+
+TUNED, ABLATION = "tuned", "ablation"
+QUESTIONS = {
+    TUNED: "Is the study's best multitask config better than the best plain fine-tuning found with equal tuning?",
+    ABLATION: "Do the auxiliary tasks help this config? (the winner against itself without them, all else kept)",
+}
+SIDE_NAMES = {TUNED: "best single-task trial of equal tuning", ABLATION: "winner without its auxiliary tasks"}
+EXPLORATORY = "exploratory: no verdict"
+NO_ERROR_LEFT = "no verdict: this look is beyond the planned most seeds, no error is left to spend"
+COLLAPSED_MORE = "no verdict: better on the seeds that trained, but collapses undo the gain"
+RISK_CONFIDENCE = 0.975  # one-sided bound on a side's collapse rate (Clopper-Pearson)
+VOLATILE = ("seed", "data_dir", "device", "evaluate_test", "check_every", "compile", "prefetch")
+
+
+# -- the configs ------------------------------------------------------------------
+def ablation_config(winner: TrainConfig) -> TrainConfig:
+    """The winner with its auxiliary tasks removed and every other setting kept (canonical: a schema
+    or strategy that cannot act on one task is written as off)."""
+    weights = tuple((t, w) for t, w in winner.sampling.weights if t == winner.primary)
+    return canonical(winner.with_(tasks=(winner.primary,), sampling=replace(winner.sampling, weights=weights)))
+
+
+def flat(config: TrainConfig) -> dict[str, Any]:
+    """A canonical config's training fields, nested ones as ``optim.gradients``."""
+    out: dict[str, Any] = {}
+    for key, value in asdict(canonical(config)).items():
+        if key in VOLATILE:
+            continue
+        if isinstance(value, dict):
+            out |= {f"{key}.{k}": v for k, v in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+@functools.lru_cache(maxsize=256)  # calibration compares the same configs thousands of times
+def differences(a: TrainConfig, b: TrainConfig) -> tuple[str, ...]:
+    """Every training setting in which ``a`` and ``b`` differ: ``lr 1.2e-05 vs 2e-05``."""
+    fa, fb = flat(a), flat(b)
+    return tuple(f"{k} {show(fa.get(k))} vs {show(fb.get(k))}" for k in fa | fb if fa.get(k) != fb.get(k))
+
+
+def show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return "+".join(show(v) for v in value) if value else "()"
+    if is_dataclass(value):
+        return str(asdict(value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+# -- collapsed seeds ----------------------------------------------------------------
+@dataclass(frozen=True)
+class Risk:
+    """Collapsed seed runs of each side of a claim, out of its seed runs (the search's and the final ones)."""
+
+    winner: tuple[int, int] = (0, 0)  # (collapsed, runs)
+    other: tuple[int, int] = (0, 0)
+
+    def plus(self, winner: tuple[int, int], other: tuple[int, int]) -> Risk:
+        return Risk(
+            (self.winner[0] + winner[0], self.winner[1] + winner[1]),
+            (self.other[0] + other[0], self.other[1] + other[1]),
+        )
+
+
+def rate_bound(collapsed: int, runs: int, confidence: float = RISK_CONFIDENCE) -> float:
+    """Clopper-Pearson upper bound of a collapse rate (1 without runs)."""
+    from scipy.stats import beta
+
+    return 1.0 if runs <= 0 or collapsed >= runs else float(beta.ppf(confidence, collapsed + 1, runs - collapsed))
+
+
+def survives_collapses(low: float, risk: Risk, loss: float) -> bool:
+    """Whether a clean gain whose interval starts at ``low`` stays a gain once collapses count:
+    ``low * (1 - p_w) - (p_w - p_o) * loss > 0``, ``p_w`` the winner side's collapse rate at its upper
+    bound, ``p_o`` the other side's observed rate, ``loss`` what a collapse costs (the other side's
+    clean mean above the floor). A study where no seed run collapsed keeps ``low > 0``."""
+    if risk.winner[0] == 0 and risk.other[0] == 0:
+        return low > 0
+    p_w = rate_bound(*risk.winner)
+    p_o = risk.other[0] / risk.other[1] if risk.other[1] else 0.0
+    return low * (1 - p_w) - max(0.0, p_w - p_o) * max(0.0, loss) > 0
+
+
+# -- one metric of one claim ------------------------------------------------------
+@dataclass(frozen=True)
+class Row:
+    """One primary test metric of one claim: both sides over the final seeds and what they say."""
+
+    metric: str
+    winner_mean: float
+    winner_std: float
+    other_mean: float
+    other_std: float
+    diff: stats.PairedDifference  # over the pairs where neither side collapsed; the look's interval
+    verdict: str
+    detectable: float  # the gain this look finds 80% of the time (search.answer.power)
+    collapsed: tuple[tuple[int, ...], tuple[int, ...]]  # final seeds that collapsed: winner's, other's
+    looks: tuple[Look, ...] = ()  # every look of the study so far, this one last
+
+    @property
+    def look(self) -> Look | None:
+        return self.looks[-1] if self.looks else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The CSV's and MLflow's flat form."""
+        d = self.diff
+        return {
+            "metric": self.metric,
+            "winner_mean": self.winner_mean,
+            "winner_std": self.winner_std,
+            "other_mean": self.other_mean,
+            "other_std": self.other_std,
+            "diff_mean": d.mean,
+            "diff_std": d.std,
+            "diff_low": d.low,
+            "diff_high": d.high,
+            "n": d.n,
+            "method": d.method,
+            "verdict": self.verdict,
+            "detectable_gain": self.detectable,
+            "winner_collapsed": len(self.collapsed[0]),
+            "other_collapsed": len(self.collapsed[1]),
+            "spent": self.look.total if self.look else math.nan,
+        }
+
+
+def collapsed_seeds(scores: dict[int, float], seeds: Sequence[int], floor: float) -> tuple[int, ...]:
+    """Seeds whose score is at or below ``floor`` (the majority rate) or not finite (diverged)."""
+    out = []
+    for s in seeds:
+        v = scores.get(s, math.nan)
+        if not math.isfinite(v) or (math.isfinite(floor) and v <= floor):
+            out.append(s)
+    return tuple(out)
+
+
+def decide(
+    winner: Sequence[float],
+    other: Sequence[float],
+    mode: str,
+    earlier: Sequence[int] = (),
+    design: Design | None = None,
+) -> tuple[stats.PairedDifference, str, float, tuple[Look, ...]]:
+    """The paired comparison of one look: its interval, verdict, detectable gain and the looks so far.
+    ``earlier``: the pair counts of the earlier looks."""
+    d = stats.paired_difference(winner, other)
+    path = schedule([*earlier, d.n])
+    looks = boundaries(path, design or Design(10)) if path and path[-1] == d.n else ()
+    if not looks or math.isnan(d.std):
+        return d, stats.verdict(d, mode), math.nan, looks
+    look = looks[-1]
+    half = look.boundary * d.std / math.sqrt(d.n)
+    d = replace(d, low=d.mean - half, high=d.mean + half, confidence=1 - 2 * look.total)
+    said = stats.verdict(d, mode)
+    if said in (stats.BETTER, stats.WORSE, stats.SAME) and math.isinf(look.boundary):
+        said = NO_ERROR_LEFT
+    return d, said, detectable_gain(d.n, d.std, look.boundary), looks
+
+
+# -- one claim ----------------------------------------------------------------------
+@dataclass
+class Contender:
+    """One side of a final comparison: a config and its scores per final seed."""
+
+    role: str  # "winner" (best multitask trial), "opponent" (best single-task trial) or "ablation"
+    row: pd.Series  # the trial's row of tracking.trial_table (the ablation: a row made for it)
+    config: TrainConfig
+    dev: dict[int, float] = field(default_factory=dict)  # seed -> dev objective
+    test: dict[str, dict[int, float]] = field(default_factory=dict)  # metric -> seed -> test score
+    checkpoints: dict[int, str] = field(default_factory=dict)  # seed -> checkpoint file (local or URI)
+    trained: list[int] = field(default_factory=list)  # seeds this finalize trained (the rest: earlier finalizes)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim's comparison: the winner against ``other`` on every primary test metric, one verdict."""
+
+    key: str  # TUNED or ABLATION
+    other: Contender
+    rows: tuple[Row, ...]
+    headline: Row  # the study's metric: the one verdict of this claim
+    differences: tuple[str, ...]  # every setting in which the two configs differ
+
+    @property
+    def question(self) -> str:
+        return QUESTIONS[self.key]
+
+    @property
+    def other_name(self) -> str:
+        return SIDE_NAMES[self.key]
+
+
+def headline_of(metrics: Sequence[str], objective_metric: str | None, fallback: str | None) -> str:
+    """The metric with the verdict: the objective's (a primary dev metric), else the study's, else the first."""
+    wanted = objective_metric or fallback
+    return wanted if wanted in metrics else metrics[0]
+
+
+def compare(
+    key: str,
+    winner: Contender,
+    other: Contender,
+    metrics: list[str],
+    seeds: Sequence[int],
+    mode: str,
+    objective_metric: str | None,
+    fallback: str | None = None,
+    floor: dict[str, float] | None = None,
+    earlier: Sequence[int] = (),
+    design: Design | None = None,
+    risk: Risk = Risk(),
+) -> Claim:
+    """Per metric the paired comparison over ``seeds`` (collapsed seeds left out, named); one verdict,
+    on the headline metric. ``floor``: the majority rate per metric (a seed at or below it collapsed);
+    ``earlier``: this claim's pair counts at the study's earlier looks; ``design``: its spending plan;
+    ``risk``: each side's collapses in the search (the final seeds' are added here)."""
+    top = headline_of(metrics, objective_metric, fallback)
+    limit = (floor or {}).get(top, math.nan)
+    if mode == "min":
+        limit = math.nan  # a floor is a score to stay above: it means nothing for a minimised metric
+    gone = tuple(collapsed_seeds(side.test.get(top, {}), seeds, limit) for side in (winner, other))
+    clean = [s for s in seeds if s not in gone[0] and s not in gone[1]]
+    risk = risk.plus((len(gone[0]), len(seeds)), (len(gone[1]), len(seeds)))
+    clean_other = stats.mean_std([other.test.get(top, {}).get(s, math.nan) for s in clean])[0]
+    loss = clean_other - limit if math.isfinite(limit) else 0.0
+    rows = []
+    for m in metrics:
+        w = [winner.test.get(m, {}).get(s, math.nan) for s in clean]
+        o = [other.test.get(m, {}).get(s, math.nan) for s in clean]
+        direction = mode if m == objective_metric else "max"  # only the objective may be minimised
+        diff, said, detectable, looks = decide(w, o, direction, earlier, design)
+        if said == stats.BETTER and direction == "max" and not survives_collapses(diff.low, risk, loss):
+            said = COLLAPSED_MORE
+        wm, ws, _ = stats.mean_std([winner.test.get(m, {}).get(s, math.nan) for s in seeds])
+        om, os_, _ = stats.mean_std([other.test.get(m, {}).get(s, math.nan) for s in seeds])
+        verdict = said if m == top else EXPLORATORY
+        rows.append(Row(m, wm, ws, om, os_, diff, verdict, detectable, gone, looks))
+    headline = next(r for r in rows if r.metric == top)
+    return Claim(key, other, tuple(rows), headline, differences(winner.config, other.config))

@@ -1,0 +1,163 @@
+"""Finalize's claims on whole simulated studies under a parameterised noise model: the fast calibration.
+
+Each study is drawn here and driven through the functions finalize itself uses (``choose``,
+``search_collapses``, ``final_seeds``, ``collect``, ``ablation``'s role, ``claims.compare`` at every
+look, hence ``stats.verdict`` and the spending plan) on trial tables shaped like MLflow's. The model:
+
+    score(config, seed, split) = true(config) + luck(config, seed) + shared(seed) + noise(split)
+
+``true`` = ``BASE + effect * multitask + other(config)``: ``effect`` is what the auxiliary tasks
+add; ``other`` what differs between configs for other reasons (``config_sd`` of spread, and an lr
+curve ``-lr_depth * (log10 lr - log10 3e-5)**2`` over lr drawn log-uniform in [1e-5, 1e-4]); the
+ablation of the winner keeps its ``other`` and loses ``effect``. ``luck`` is a config's seed effect
+shared by its dev and test scores, ``shared`` a seed's effect on every config, ``noise`` the
+evaluation noise of one split. ``collapse``: the share of a multitask config's seed runs that
+collapse to the majority rate (dev and test); its other runs gain what keeps the config's mean
+at ``true`` (the skewed null: usually better, the same mean). The search has no early stopping
+here (the through-the-search calibration, :mod:`search.simulation.calibration`, has it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from search.answer.claims import ABLATION, TUNED, Contender, Risk, compare
+from search.answer.contenders import choose, collect, final_seeds, search_collapses
+from search.answer.sequential import Design, default_max_seeds
+from search.tracking.outcome import COMPLETED
+from search.tracking.records import OBJECTIVE, objective_seed_key
+from trainables.config import TrainConfig
+from trainables.results import seed_key
+
+PRIMARY, METRIC = "semeval", "acc_4way"
+BASE, MAJORITY = 0.85, 0.58  # the null truth's acc_4way and its majority rate
+CONFIG = TrainConfig(tasks=(PRIMARY,), primary=PRIMARY)  # the model trains nothing: any config will do
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """One simulated study's shape; scores in accuracy units (0.01 = 1 pp)."""
+
+    trials: int = 30
+    search_seeds: int = 3
+    looks: tuple[int, ...] = (5,)  # final seeds at each look (3 -> 5 -> 10: (3, 5, 10))
+    effect: float = 0.0  # true gain of the auxiliary tasks: every multitask config over its ablation
+    seed_sd: float = 0.01
+    eval_sd: float = 0.005
+    shared_sd: float = 0.0  # seed luck every config shares (what pairing removes)
+    config_sd: float = 0.0  # true spread between configs for reasons other than the auxiliary tasks
+    lr_depth: float = 0.0  # true loss per decade squared away from lr 3e-5 (0: lr does not matter)
+    collapse: float = 0.0  # share of a multitask config's seed runs at the majority rate (mean kept)
+    max_seeds: int | None = None  # the spending plan (None: finalize's default for the first look)
+
+    def __post_init__(self) -> None:
+        if self.trials < 2:
+            raise ValueError(f"Simulation.trials = {self.trials}: expected >= 2 (the baseline and a multitask trial)")
+        if not self.looks or list(self.looks) != sorted(set(self.looks)) or self.looks[0] < 2:
+            raise ValueError(f"Simulation.looks = {self.looks}: expected increasing seed counts >= 2")
+        if not 0 <= self.collapse < 1:
+            raise ValueError(f"Simulation.collapse = {self.collapse}: expected in [0, 1)")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One claim of one study: its verdict at each look and the true difference it is about."""
+
+    claim: str
+    verdicts: tuple[str, ...]
+    true_diff: float
+
+
+class World:
+    """One study's truth and its fixed draws (a config-seed's luck, collapse and noise drawn once)."""
+
+    def __init__(self, sim: Simulation, rng: np.random.Generator) -> None:
+        self.sim, self.rng = sim, rng
+        multitask = rng.random(sim.trials) < 0.5
+        multitask[0] = False  # t00 baseline
+        while not multitask.any():  # no multitask trial: no verdict; the rate is among studies with one
+            multitask[1:] = rng.random(sim.trials - 1) < 0.5
+        lr = np.log10(2e-5) * np.ones(sim.trials)
+        lr[1:] = rng.uniform(-5, -4, sim.trials - 1)
+        other = rng.normal(0.0, sim.config_sd, sim.trials) - sim.lr_depth * (lr - math.log10(3e-5)) ** 2
+        self.multitask, self.other = list(multitask), list(other)
+        self.luck: dict[tuple[int, int], tuple[float, bool]] = {}
+        self.shared: dict[int, float] = {}
+
+    def add_ablation(self, winner: int) -> int:
+        """The winner's ablation, a config of its own: the winner's ``other``, no auxiliary tasks."""
+        self.multitask.append(False)
+        self.other.append(self.other[winner])
+        return len(self.other) - 1
+
+    def true(self, config: int) -> float:
+        return BASE + self.sim.effect * self.multitask[config] + self.other[config]
+
+    def score(self, config: int, seed: int) -> float:
+        sim = self.sim
+        if (config, seed) not in self.luck:
+            fell = self.multitask[config] and self.rng.random() < sim.collapse
+            self.luck[config, seed] = (self.rng.normal(0.0, sim.seed_sd), fell)
+        if seed not in self.shared:
+            self.shared[seed] = self.rng.normal(0.0, sim.shared_sd)
+        luck, fell = self.luck[config, seed]
+        if fell:
+            return MAJORITY
+        gain = sim.collapse * (BASE - MAJORITY) / (1 - sim.collapse) if self.multitask[config] else 0.0
+        return self.true(config) + gain + luck + self.shared[seed] + self.rng.normal(0.0, sim.eval_sd)
+
+
+def trial_row(trial: int, multitask: bool, dev: dict[int, float]) -> dict:
+    """A completed trial as the trial table holds it (the columns ``choose`` reads)."""
+    values = list(dev.values())
+    return {
+        "trial": trial,
+        "label": f"t{trial:02d}",
+        "run_id": f"t{trial:02d}",
+        "status": COMPLETED,
+        "baseline": trial == 0,
+        "auxiliary": "sst2" if multitask else "none",
+        "canonical_key": f"t{trial:02d}",
+        OBJECTIVE: float(np.mean(values)),
+        "objective_std": float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
+        **{objective_seed_key(s): v for s, v in dev.items()},
+    }
+
+
+def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
+    """One study through finalize's functions; each claim's verdicts at every look."""
+    world = World(sim, rng)
+    searched = list(range(1, sim.search_seeds + 1))
+    table = pd.DataFrame(
+        [trial_row(i, world.multitask[i], {s: world.score(i, s) for s in searched}) for i in range(sim.trials)]
+    )
+    winner_row, opponent_row = choose(table, "max")
+    configs = {"winner": int(winner_row.trial), "opponent": int(opponent_row.trial)}
+    configs[ABLATION] = world.add_ablation(configs["winner"])
+    risk = Risk(*search_collapses(table, MAJORITY))
+    seeds = final_seeds(searched, sim.looks[-1])
+    sides = {}
+    for role, config in configs.items():
+        row = winner_row if role == "winner" else opponent_row if role == "opponent" else pd.Series({"label": "abl"})
+        c = Contender(role, row, CONFIG)
+        final = {objective_seed_key(s): world.score(config, s) for s in seeds}
+        final |= {seed_key(f"{PRIMARY}/test/{METRIC}", s): world.score(config, s) for s in seeds}
+        collect(c, [pd.Series(final)], PRIMARY, seeds)
+        sides[role] = c
+    design = Design(sim.max_seeds or default_max_seeds(sim.looks[0]))
+    out = []
+    for claim, other in ((TUNED, "opponent"), (ABLATION, ABLATION)):
+        verdicts, pairs = [], []
+        for k in sim.looks:
+            look = compare(
+                claim, sides["winner"], sides[other], [METRIC], seeds[:k], "max", METRIC, None,
+                {METRIC: MAJORITY}, pairs, design, risk,
+            ).headline  # fmt: skip
+            verdicts.append(look.verdict)
+            pairs.append(look.diff.n)
+        out.append(Outcome(claim, tuple(verdicts), world.true(configs["winner"]) - world.true(configs[other])))
+    return out

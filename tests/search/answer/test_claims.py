@@ -1,0 +1,99 @@
+"""The two claims: every config difference named, the ablation arm, collapsed seeds, the verdict's words."""
+
+import math
+
+import pandas as pd
+
+from search.answer.claims import (
+    ABLATION,
+    COLLAPSED_MORE,
+    NO_ERROR_LEFT,
+    TUNED,
+    Contender,
+    Risk,
+    ablation_config,
+    collapsed_seeds,
+    compare,
+    differences,
+    rate_bound,
+    survives_collapses,
+)
+from search.answer.comparison import FinalResult, final_frame
+from search.answer.sequential import Design
+from search.answer.stats import BETTER, SAME
+from trainables.config import SamplingConfig, TrainConfig
+
+WINNER = TrainConfig(
+    tasks=("semeval", "sst2"),
+    primary="semeval",
+    sampling=SamplingConfig(schema="sqrt", weights=(("semeval", 2.0), ("sst2", 1.0))),
+    lr=1.2e-5,
+    warmup=0.004,
+)
+SINGLE = TrainConfig(tasks=("semeval",), primary="semeval")
+
+
+def side(role, config, scores, label=None):
+    row = pd.Series({"label": label or role, "objective": 0.7, "objective_std": 0.01, "run_id": role})
+    return Contender(role, row, config, test={"acc_4way": dict(enumerate(scores, 4))})
+
+
+def test_claim_a_names_every_difference_and_claim_b_only_the_auxiliary_tasks():
+    named = differences(WINNER, SINGLE)
+    assert any(d.startswith("lr 1.2e-05 vs 2e-05") for d in named)
+    assert any(d.startswith("warmup 0.004 vs 0.1") for d in named)
+    assert any(d.startswith("tasks semeval+sst2 vs semeval") for d in named)
+    assert any(d.startswith("sampling.schema") for d in named)
+    ablated = ablation_config(WINNER)
+    assert (ablated.tasks, ablated.lr, ablated.warmup, ablated.epochs) == (("semeval",), 1.2e-5, 0.004, WINNER.epochs)
+    assert [d.split(" ")[0] for d in differences(WINNER, ablated)] == ["tasks", "sampling.schema", "sampling.weights"]
+    assert differences(WINNER, WINNER) == ()
+
+
+def test_collapsed_seeds_are_named_and_left_out_of_the_paired_test():
+    assert collapsed_seeds({4: 0.58, 5: 0.70, 6: math.nan}, [4, 5, 6, 7], 0.58) == (4, 6, 7)  # 7: no score
+    w = side("winner", WINNER, [0.745, 0.75, 0.58, 0.76, 0.735, 0.755])
+    o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
+    seeds = list(range(4, 10))
+    claim = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58})
+    h = claim.headline
+    assert h.collapsed == ((6,), ()) and h.diff.n == 5
+    # a clean gain of 4 pp against one collapse in 6 (loss 13 pp): the collapse rate's bound undoes it
+    assert h.verdict == COLLAPSED_MORE
+    # the same gain with no collapse, in a study whose search never collapsed: better
+    clean = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
+    assert (
+        compare(TUNED, clean, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}).headline.verdict
+        == BETTER
+    )
+    assert rate_bound(0, 0) == 1.0 and 0.0 < rate_bound(0, 100) < 0.04
+    assert survives_collapses(0.01, Risk(), 0.27)
+    assert not survives_collapses(0.01, Risk((7, 50), (0, 50)), 0.27)
+    assert survives_collapses(0.05, Risk((1, 400), (1, 400)), 0.27)
+
+
+def test_a_look_beyond_the_planned_seeds_spends_nothing():
+    w = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
+    o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
+    seeds = list(range(4, 10))
+    claim = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", earlier=[3], design=Design(3))
+    assert claim.headline.verdict == NO_ERROR_LEFT
+
+
+def test_the_answer_names_each_claim_what_it_could_detect_and_the_looks():
+    seeds = [4, 5, 6, 7, 8]
+    w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73], "t03 sst2 sqrt")
+    o = side("opponent", SINGLE, [0.71, 0.72, 0.70, 0.71, 0.70], "t00 baseline")
+    a = side(ABLATION, ablation_config(WINNER), [0.72, 0.69, 0.73, 0.70, 0.72], "t03 sst2 sqrt without auxiliary tasks")
+    claims = tuple(compare(k, w, x, ["acc_4way"], seeds, "max", "acc_4way") for k, x in ((TUNED, o), (ABLATION, a)))
+    assert all(c.headline.verdict == SAME for c in claims)
+    result = FinalResult("absa", "absa-1", "semeval/dev/acc_4way/mean", "max", seeds, w, claims, search_seeds=[1, 2, 3])
+    text = result.markdown()
+    assert "### (a) Is the study's best multitask config better than the best plain fine-tuning" in text
+    assert "### (b) Do the auxiliary tasks help this config?" in text
+    assert "lr 1.2e-05 vs 2e-05" in text and "a gain above +" in text and "could not be told from noise" in text
+    assert "| 1 | 5 | (a) |" in text and "| 1 | 5 | (b) |" in text  # the looks table
+    assert result.verdicts().startswith("(a) against the best single-task trial of equal tuning, test acc_4way: no")
+    frame = final_frame(result)
+    assert set(frame.source.head(2)) == {"final (a) tuned", "final (b) ablation"}
+    assert frame.detectable_gain.iloc[0] > 0
