@@ -189,7 +189,7 @@ def add_run_options(g: argparse._ArgumentGroup) -> None:
         metavar="TRUTH",
         help="simulated trials scored by a truth file (.toml, or a built-in: "
         f"{', '.join(builtin_truths())}): no torch, no data; the rest of the stack is real "
-        "(docs/simulated-studies.md)",
+        "(docs/simulated-studies.md; default: none, real training)",
     )
     g.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
 
