@@ -297,14 +297,18 @@ def main() -> int:
             )
         except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
+    report = None
     if cfg.report:
         from search.answer.report import build_report
 
-        paths = build_report(cfg.study, study["tracking_uri"], run_name=study["name"], final=final)
-        logger.info("report: %s", paths["markdown"])
+        report = build_report(cfg.study, study["tracking_uri"], run_name=study["name"], final=final, echo=False)[
+            "markdown"
+        ]
     elif final is not None:
         print(final.markdown())
-    logger.info("compare trials: mlflow ui --backend-store-uri %s  (experiment %s)", study["tracking_uri"], cfg.study)
+    from search.answer.summary import gather
+
+    print("\n" + gather(cfg, study, final, report), flush=True)  # the last lines: the answer and where it is
     return 0
 
 
