@@ -22,7 +22,7 @@ from search.tracking.spool import Spool
 from spaces import baseline_choices, thesis_grid
 from spaces.canonical import baseline_moves
 from trainables.config import ConfigError
-from trainables.fidelity import FIDELITY
+from trainables.fidelity import FIDELITY, asha_rungs
 
 if TYPE_CHECKING:
     from trainables.loop import TaskData
@@ -177,7 +177,7 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
                 TrialLines(objective, epochs),
                 guard,
             ],
-            progress_reporter=StudyStatus(objective, epochs),
+            progress_reporter=StudyStatus(objective, epochs, work=work_of(cfg, prep, len(seeds))),
             verbose=1,
         ),
     )
@@ -252,6 +252,14 @@ def param_space_of(cfg: SearchConfig, prep: Prepared, seeds: list[int]) -> dict[
     ``--first-rung-seeds``, the seed schedule the trainable follows (``trainables.fidelity``)."""
     schedule = cfg.seed_schedule(*rungs_of(cfg, prep))
     return {"seeds": seeds} if schedule is None else {"seeds": seeds, FIDELITY: schedule.to_dict()}
+
+
+def work_of(cfg: SearchConfig, prep: Prepared, seeds: int):
+    """ASHA's rungs, for the status line's expected remaining work."""
+    from search.study.progress import Work  # imports ray, as new_tuner's callbacks do
+
+    grace, factor, max_t = rungs_of(cfg, prep)
+    return Work(seeds, max_t, asha_rungs(grace, factor, max_t), factor)
 
 
 def scheduler_of(cfg: SearchConfig, prep: Prepared):
