@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from search.infra.quiet import log_path
 from search.tracking.runs import client
 from search.tracking.view import trial_view_url
 from trainables.cli import mask_credentials
@@ -57,6 +58,7 @@ class Places:
     experiment_id: str | None = None
     run_name: str | None = None
     model_uri: str | None = None
+    log: Path | None = None  # the study's log file: library warnings, failed trials' tracebacks
 
 
 def summary(study: str, verdicts: list[Verdict], sides: list[Side], places: Places, note: str = "") -> str:
@@ -95,6 +97,8 @@ def where(places: Places) -> list[tuple[str, str]]:
     rows.append(("model", places.model_uri or "none registered"))
     rows.append(("Optuna", f"{mask_credentials(places.optuna_storage)} (study {places.optuna_study})"))
     rows.append(("Tune", places.tune_path))
+    if places.log is not None:
+        rows.append(("log", str(places.log)))
     return rows
 
 
@@ -124,6 +128,7 @@ def gather(cfg: Any, study: dict[str, Any], final: Any, report: Path | None) -> 
         experiment_id=experiment_id(study["tracking_uri"], cfg.study),
         run_name=study["name"],
         model_uri=getattr(final, "model_uri", None),
+        log=log_path(),
     )
     return summary(cfg.study, verdicts, sides, places)
 

@@ -11,6 +11,7 @@ PLACES = Places(
     experiment_id="3",
     run_name="absa-smoke-1",
     model_uri="models:/absa-best/2",
+    log=Path("/home/u/.cache/mtl-search/logs/search-1.log"),
 )
 
 
@@ -34,7 +35,10 @@ def test_summary_gives_the_verdict_the_sides_and_every_place():
     assert "http://127.0.0.1:5000/#/experiments/3/runs?" in text and "viewStateShareKey=absa-smoke-1" in text
     assert "  model     models:/absa-best/2" in lines
     assert "  Optuna    sqlite:///optuna.db (study absa-smoke-1)" in lines
-    assert lines[-1] == "  Tune      /tmp/s/ray_results/absa-smoke-1"
+    assert lines[-2:] == [
+        "  Tune      /tmp/s/ray_results/absa-smoke-1",
+        "  log       /home/u/.cache/mtl-search/logs/search-1.log",
+    ]
 
 
 def test_summary_without_a_verdict_says_why_and_where():
