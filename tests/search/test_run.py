@@ -90,6 +90,7 @@ def test_tiny_study_end_to_end(tiny_study):
         "report/report.csv",
         "report/objective_per_schema.png",
         "report/best_so_far.png",
+        "report/learning_curves.png",
     }
     for child in children:
         tags, params, metrics = child.data.tags, child.data.params, child.data.metrics
