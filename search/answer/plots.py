@@ -204,29 +204,38 @@ def parallel(completed: pd.DataFrame, objective: str, out: Path) -> Path | None:
     return save(fig, ax, out / "parallel_coordinates.png", legend=False)
 
 
-def learning_curves(table: pd.DataFrame, curves: dict[str, list[tuple[int, float]]], objective: str, out: Path) -> Path:
+def learning_curves(
+    table: pd.DataFrame, curves: dict[str, list[tuple[int, float]]], objective: str, out: Path, named: int = 8
+) -> Path:
     """Every trial's objective per epoch (``curves``: run id -> (epoch, value)): completed trials in
-    colour, pruned ones faded, the baseline dashed; failed trials left out."""
+    colour (each named in the legend where there are at most ``named``, else one colour), pruned
+    ones faded, the baseline dashed; failed trials left out."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for _, row in table[table.status != FAILED].iterrows():
-        points = sorted(curves.get(row.run_id, []))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    shown = table[(table.status != FAILED) & table.run_id.isin(list(curves))]
+    each = (shown.status == COMPLETED).sum() <= named
+    for _, row in shown.iterrows():
+        points = sorted(curves[row.run_id])
         if not points:
             continue
         epochs, values = zip(*points)
         if row.baseline:
-            ax.plot(epochs, values, "k--", marker="o", label=f"{row.label}")
+            ax.plot(epochs, values, "k--", marker="o", label=row.label, zorder=3)
         elif row.status == COMPLETED:
-            ax.plot(epochs, values, marker="o", label=row.label)
+            style = {"label": row.label} if each else {"color": "C0", "alpha": 0.7}
+            ax.plot(epochs, values, marker="o", **style)
         else:
-            ax.plot(epochs, values, color="0.5", alpha=0.35, marker=".")
-    ax.plot([], [], color="0.5", alpha=0.35, marker=".", label="pruned by ASHA")
+            ax.plot(epochs, values, color="0.5", alpha=0.3, marker=".")
+    if not each:
+        ax.plot([], [], color="C0", marker="o", label="completed")
+    ax.plot([], [], color="0.5", alpha=0.3, marker=".", label="pruned by ASHA")
     ax.set_xlabel("epoch")
     ax.set_ylabel(objective)
     ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_title("learning curves: every trial's objective per epoch")
-    return save(fig, ax, out / "learning_curves.png")
+    ax.set_title(f"learning curves of {len(shown)} trials: objective per epoch")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return save(fig, ax, out / "learning_curves.png", legend=False)
 
 
 def objective_curves(client, table: pd.DataFrame) -> dict[str, list[tuple[int, float]]]:
