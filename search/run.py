@@ -276,7 +276,7 @@ def main() -> int:
     logger.info("Tune results: %s", study["path"])
     if study["interrupted"]:
         return 130
-    final = None
+    final, why = None, "--no-finalize"
     if cfg.finalize:
         from search.answer.config import FinalizeConfig
         from search.answer.final import finalize
@@ -297,6 +297,7 @@ def main() -> int:
             )
         except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
+            why = str(exc)
     report = None
     if cfg.report:
         from search.answer.report import build_report
@@ -308,7 +309,7 @@ def main() -> int:
         print(final.markdown())
     from search.answer.summary import gather
 
-    print("\n" + gather(cfg, study, final, report), flush=True)  # the last lines: the answer and where it is
+    print("\n" + gather(cfg, study, final, report, why), flush=True)  # the last lines: the answer and where it is
     return 0
 
 

@@ -115,9 +115,10 @@ def verdicts_of(final: Any) -> tuple[list[Verdict], list[Side]]:
     return [verdict], sides
 
 
-def gather(cfg: Any, study: dict[str, Any], final: Any, report: Path | None) -> str:
+def gather(cfg: Any, study: dict[str, Any], final: Any, report: Path | None, why: str = "") -> str:
     """The closing block of ``python -m search.run``: ``cfg`` its SearchConfig, ``study`` what the
-    runner returned, ``final`` the FinalResult or None, ``report`` the report's path or None."""
+    runner returned, ``final`` the FinalResult or None (``why``: the reason), ``report`` the
+    report's path or None."""
     verdicts, sides = verdicts_of(final)
     places = Places(
         tracking_uri=study["tracking_uri"],
@@ -130,7 +131,7 @@ def gather(cfg: Any, study: dict[str, Any], final: Any, report: Path | None) -> 
         model_uri=getattr(final, "model_uri", None),
         log=log_path(),
     )
-    return summary(cfg.study, verdicts, sides, places)
+    return summary(cfg.study, verdicts, sides, places, note=why)
 
 
 def experiment_id(tracking_uri: str, experiment: str) -> str | None:
