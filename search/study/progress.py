@@ -122,6 +122,8 @@ class StudyStatus(ProgressReporter):
     whose table repeated every 30 s under a "Current best trial" that ranks last results of any
     epoch: a trial ASHA stopped at epoch 1 against completed ones."""
 
+    work: Work | None = None  # a reporter pickled before the ETA existed (a study resumed across versions) has none
+
     def __init__(
         self,
         objective: str,
