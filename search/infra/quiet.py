@@ -52,7 +52,13 @@ ENVIRONMENT = {
 
 
 # Tune's records the console leaves to the log file: advice for Tune's own use, and its resume hint
-FILE_ONLY = ("Resume experiment with: Tuner.restore", "Resume training with: ", "Trials did not complete: ")
+FILE_ONLY = (
+    "Resume experiment with: Tuner.restore",
+    "Resume training with: ",
+    "Trials did not complete: ",
+    # MLflow's advice on logging the winner's model as a Python object (the registry's pyfunc is ours)
+    "Passing a Python object as `python_model`",
+)
 TRIAL_FAILED = "Trial task failed for trial "  # Tune's ERROR record of a failed trial, with its traceback
 
 _quiet = False
@@ -69,6 +75,7 @@ def quiet_console(verbose: bool) -> None:
     for key, value in ENVIRONMENT.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # MLflow resets its logger's level on import
+    import mlflow  # noqa: F401  (MLflow sets its own console handler up on import: filter it after that)
     import optuna
     import ray  # noqa: F401  (Ray sets its loggers up on import: quiet them after that)
 
@@ -95,7 +102,8 @@ def log_to_file() -> Path | None:
         logging.getLogger(__name__).debug("no log file: %s", exc)
         return None
     file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    for logger in (logging.getLogger(), logging.getLogger("ray")):
+    # the root's console handler, and those of the loggers that do not propagate to it
+    for logger in (logging.getLogger(), logging.getLogger("ray"), logging.getLogger("mlflow")):
         for handler in logger.handlers:
             if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
                 handler.addFilter(Console(handler, path))

@@ -59,6 +59,8 @@ def test_a_ray_trial_traceback_reaches_the_log_file_not_the_console(tmp_path):
         failure = tune.FailureConfig(max_failures=0)
         run = tune.RunConfig(storage_path=STORAGE, verbose=0, failure_config=failure)
         tune.Tuner(boom, run_config=run).fit()
+        import logging, mlflow.pyfunc  # noqa: E401, F401  (as the registry does, late)
+        logging.getLogger("mlflow.pyfunc").warning("Passing a Python object as `python_model` causes ...")
         print(log_path())
         """
     ).replace("STORAGE", repr(str(tmp_path / "rr")))
@@ -70,3 +72,4 @@ def test_a_ray_trial_traceback_reaches_the_log_file_not_the_console(tmp_path):
     assert len(errors) == 1 and "failed: ValueError: boom in the trainable (traceback in " + log in errors[0], r.stderr
     text = open(log).read()
     assert "Traceback" not in r.stderr and "Traceback" in text and "ValueError: boom in the trainable" in text
+    assert "python_model" not in r.stderr and "python_model" in text  # MLflow's own handler filtered too
