@@ -2,7 +2,7 @@
 
 Example: ``python -m search.run absa --preset smoke`` (local Ray, SQLite MLflow
 store ``./mlflow.db``, Optuna store ``./optuna.db``, packaged MiniLM encoder), or
-``python -m search.run my-study.toml`` for a study file (README, "Study files");
+``python -m search.run my-study.toml`` for a study file (docs/study-files.md);
 ``--list`` shows the built-in studies.
 """
 
@@ -35,59 +35,113 @@ def parser() -> ArgumentParser:
     )
     p.add_argument("study", nargs="?", help=f"a built-in study ({', '.join(builtin_studies())}) or a .toml study file")
     p.add_argument("--list", action="store_true", help="print the built-in studies and exit")
-    add_search_space(p)
-    add_stores(p)
-    add_run_options(p)
+    add_budget(p.add_argument_group("budget and search", "how much is trained, and how trials are chosen"))
+    add_space(p.add_argument_group("space", "what is searched"))
+    add_resources(p.add_argument_group("resources", "where and how trials run"))
+    add_stores(p.add_argument_group("stores and resuming", "where a study keeps things; continuing one"))
+    add_answer(p.add_argument_group("the answer", "after the search: final comparison and report"))
+    add_run_options(p.add_argument_group("data and output"))
     return p
 
 
-def add_search_space(p: ArgumentParser) -> None:
-    """What is searched and how: preset, trials, seeds, objective, searcher, ASHA, ranges."""
-    p.add_argument(
+def add_budget(g: argparse._ArgumentGroup) -> None:
+    """How much is trained (preset, trials, seeds, epochs), the objective, the searcher and ASHA."""
+    g.add_argument(
         "--preset",
-        help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs); "
-        "default: full where the cluster has GPUs, else smoke",
+        help="smoke (2 CPU cores, minutes) or full (thesis scale, GPUs) "
+        "(default: full where the cluster has GPUs, else smoke; a simulated study: full)",
     )
-    p.add_argument("--trials", type=int, help="trials to train (default: the preset's)")
-    p.add_argument("--seeds", type=int, help="seeds per trial, the same for every config (default: the preset's)")
-    p.add_argument("--max-concurrent", type=int, default=SearchConfig.max_concurrent, help="trials running at once")
-    p.add_argument(
-        "--gpus-per-trial",
-        type=float,
-        default=SearchConfig.gpus_per_trial,
-        help="GPUs per trial; fractions share a GPU (default: one where the cluster has GPUs, else none)",
+    g.add_argument(
+        "--trials", type=int, metavar="N", help="trials in all; with --resume, extends a study to N (default: preset's)"
     )
-    p.add_argument("--cpus-per-trial", type=float, default=SearchConfig.cpus_per_trial)
-    p.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")
-    p.add_argument("--mode", choices=("max", "min"))
-    p.add_argument(
-        "--search", default=SearchConfig.search, choices=SEARCHES, help="tpe (default), random, or the thesis grid"
+    g.add_argument(
+        "--seeds", type=int, metavar="K", help="seeds per trial, the same for every config (default: preset's)"
     )
-    p.add_argument("--model", help="encoder: AutoModel name or local path (default: the preset's)")
-    p.add_argument("--epochs", type=int, help="epochs per trial (ASHA's max_t)")
-    p.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped")
-    p.add_argument("--reduction-factor", type=int, help="ASHA reduction factor")
-    p.add_argument(
+    g.add_argument(
         "--first-rung-seeds",
         type=int,
         metavar="N",
         help="seeds as a fidelity: trials train N of the K seeds up to ASHA's first rung, times the reduction "
-        "factor per rung passed, all K past the last (the baseline always all K; default: all K throughout)",
+        "factor per rung passed, all K past the last; the baseline always all K (default: all K throughout)",
     )
-    p.add_argument("--auxiliary", help="comma-separated auxiliary candidates (default: the study's)")
+    g.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")
+    g.add_argument("--mode", choices=("max", "min"), help="(default: the study's)")
+    g.add_argument(
+        "--search",
+        default=SearchConfig.search,
+        choices=SEARCHES,
+        help="tpe, random, or the thesis grid (default: %(default)s)",
+    )
+    g.add_argument(
+        "--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the sampler (default: %(default)s)"
+    )
+    g.add_argument("--epochs", type=int, help="epochs per trial, ASHA's max_t (default: preset's)")
+    g.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped (default: preset's)")
+    g.add_argument("--reduction-factor", type=int, help="ASHA reduction factor (default: preset's)")
+
+
+def add_space(g: argparse._ArgumentGroup) -> None:
+    """The study's space, narrowed or moved: candidates, ranges, encoder."""
+    g.add_argument("--auxiliary", metavar="TASKS", help="comma-separated auxiliary candidates (default: the study's)")
     for name, what in (
         ("exponent", "power exponent a"),
         ("anneal", "annealing constant c"),
         ("lr", "learning rate (log scale)"),
         ("warmup", "warm-up fraction"),
     ):
-        p.add_argument(f"--{name}-range", type=parse_range, metavar="LOW,HIGH", help=f"search range of the {what}")
+        g.add_argument(
+            f"--{name}-range",
+            type=parse_range,
+            metavar="LOW,HIGH",
+            help=f"search range of the {what} (default: the study's)",
+        )
+    g.add_argument("--model", help="encoder: AutoModel name or local path (default: preset's)")
 
 
-def add_stores(p: ArgumentParser) -> None:
-    """Where a study keeps things: MLflow, Tune's storage, Optuna; resuming and joining a cluster."""
-    p.add_argument("--tracking-uri", default=SearchConfig.tracking_uri, help="MLflow tracking URI")
-    p.add_argument(
+def add_resources(g: argparse._ArgumentGroup) -> None:
+    """Ray: the cluster, each trial's request, concurrency, retries, precision."""
+    g.add_argument("--address", help="Ray cluster address, auto on a cluster (default: a private local Ray)")
+    g.add_argument(
+        "--max-concurrent",
+        type=int,
+        metavar="M",
+        default=SearchConfig.max_concurrent,
+        help="trials running at once (default: %(default)s)",
+    )
+    g.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        metavar="F",
+        default=SearchConfig.gpus_per_trial,
+        help="GPUs per trial; fractions share a GPU (default: 1 where the cluster has GPUs, else 0)",
+    )
+    g.add_argument(
+        "--cpus-per-trial",
+        type=float,
+        metavar="F",
+        default=SearchConfig.cpus_per_trial,
+        help="CPUs per trial (default: %(default)g)",
+    )
+    g.add_argument(
+        "--max-failures",
+        type=int,
+        default=SearchConfig.max_failures,
+        help="retries of a crashed trial from its checkpoint (default: %(default)s)",
+    )
+    g.add_argument(
+        "--precision", choices=PRECISIONS, help="training precision (default: preset's, auto: bf16/fp16 on CUDA)"
+    )
+
+
+def add_stores(g: argparse._ArgumentGroup) -> None:
+    """Where a study keeps things: MLflow, Tune's storage, Optuna; its name; resuming."""
+    g.add_argument(
+        "--tracking-uri",
+        default=SearchConfig.tracking_uri,
+        metavar="URI",
+        help="MLflow tracking URI (default: %(default)s)",
+    )
+    g.add_argument(
         "--tracking-grace",
         type=float,
         default=SearchConfig.tracking_grace,
@@ -95,48 +149,50 @@ def add_stores(p: ArgumentParser) -> None:
         help="how long the tracking server may be unreachable (training goes on, records wait on disk) "
         "before the study stops, resumable with --resume (default: %(default)g)",
     )
-    p.add_argument(
+    g.add_argument(
         "--storage",
         default=SearchConfig.storage,
-        help="Tune storage: shared path or s3://, gs:// URI (default: ./ray_results)",
+        metavar="PATH_OR_URI",
+        help="Tune storage: a shared path or an s3://, gs:// URI (default: ./ray_results)",
     )
-    p.add_argument(
+    g.add_argument(
         "--optuna-storage",
         default=SearchConfig.optuna_storage,
+        metavar="URL",
         help="Optuna RDB storage URL (default: optuna.db in a local --storage, else ./optuna.db)",
     )
-    p.add_argument("--name", help="experiment name (default: STUDY-PRESET-TIMESTAMP; --resume: the latest)")
-    p.add_argument("--resume", action="store_true", help="restore an interrupted study")
-    p.add_argument("--address", help="Ray cluster address (auto on a cluster; default: a local Ray)")
-    p.add_argument(
-        "--max-failures",
-        type=int,
-        default=SearchConfig.max_failures,
-        help="retries of a failed trial from its checkpoint",
-    )
+    g.add_argument("--name", help="experiment name (default: STUDY-PRESET-TIMESTAMP; with --resume: the latest)")
+    g.add_argument("--resume", action="store_true", help="continue the study --name names (or the latest)")
 
 
-def add_run_options(p: ArgumentParser) -> None:
-    """Data, precision, the end of the study (finalize, report) and verbosity."""
-    p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
-    p.add_argument("--protocol", default=SearchConfig.protocol, choices=PROTOCOLS)
-    p.add_argument("--precision", choices=PRECISIONS, help="auto, fp32, bf16 or fp16 (default: the preset's, auto)")
-    p.add_argument("--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the Optuna sampler")
-    p.add_argument("--no-report", action="store_true", help="skip the result table at the end")
-    p.add_argument(
+def add_answer(g: argparse._ArgumentGroup) -> None:
+    """The end of the study: finalize and the report."""
+    g.add_argument(
         "--no-finalize",
         action="store_true",
         help="skip the final test, best multitask vs best single-task trial (search.finalize runs it later)",
     )
-    p.add_argument("--final-seeds", type=int, help="seeds of the final comparison (default: the preset's)")
-    p.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
-    p.add_argument(
+    g.add_argument("--final-seeds", type=int, metavar="K", help="seeds of the final comparison (default: preset's)")
+    g.add_argument("--no-report", action="store_true", help="skip the report (results/STUDY/RUN/) at the end")
+
+
+def add_run_options(g: argparse._ArgumentGroup) -> None:
+    """Data, simulation and verbosity."""
+    g.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
+    g.add_argument(
+        "--protocol",
+        default=SearchConfig.protocol,
+        choices=PROTOCOLS,
+        help="holdout: dev carved from train; thesis: select on test (default: %(default)s)",
+    )
+    g.add_argument(
         "--simulate",
         metavar="TRUTH",
         help="simulated trials scored by a truth file (.toml, or a built-in: "
         f"{', '.join(builtin_truths())}): no torch, no data; the rest of the stack is real "
-        "(default preset: full; README, 'Simulated studies')",
+        "(docs/simulated-studies.md; default: none, real training)",
     )
+    g.add_argument("--verbose", action="store_true", help="debug logging, and the notices of Ray, Tune, Optuna, MLflow")
 
 
 def quick_tracking_client() -> None:
@@ -217,6 +273,7 @@ def main() -> int:
     from search.answer.config import FinalizeConfig
     from search.answer.final import finalize
     from search.answer.report import build_report
+    from search.answer.summary import gather
     from search.simulation.kind import trial_kind
     from search.study.ending import TrackingUnavailable
     from search.study.runner import run
@@ -229,7 +286,7 @@ def main() -> int:
     logger.info("Tune results: %s", study.path)
     if study.interrupted:
         return 130
-    final = None
+    final, why = None, "--no-finalize"
     if plan.finalize:
         res = plan.resources
         try:
@@ -248,14 +305,14 @@ def main() -> int:
             )
         except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
+            why = str(exc)
+    report = None
     if plan.report:
-        paths = build_report(plan.study.name, plan.stores.tracking_uri, run_name=study.name, final=final)
-        logger.info("report: %s", paths["markdown"])
+        report = build_report(plan.study.name, plan.stores.tracking_uri, run_name=study.name, final=final, echo=False)
+        report = report["markdown"]
     elif final is not None:
         print(final.markdown())
-    logger.info(
-        "compare trials: mlflow ui --backend-store-uri %s  (experiment %s)", plan.stores.tracking_uri, plan.study.name
-    )
+    print("\n" + gather(study, final, report, why), flush=True)  # the last lines: the answer and where it is
     return 0
 
 

@@ -33,6 +33,8 @@ from trainables.tasks import declared_name
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
 EXPONENTS = {schema: a for a, schema in NAMED_EXPONENTS.items()}
 WEIGHTED = ("prop", "sqrt", "square", "power", "anneal")  # schemas that read the weights
+# the one auxiliary of a multitask point whose aux/<task> flags all came out off (spaces.space)
+AUX_ONLY = "aux_only"
 DIGITS = 12  # exponents and relative weights are rounded to this many digits in a canonical config
 
 
@@ -50,7 +52,7 @@ def flatten(choices: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 def apply_choices(base: TrainConfig, choices: Mapping[str, Any], study: Study) -> TrainConfig:
     """The (not yet canonical) config of one point of ``study``'s space, on top of ``base``."""
     c = flatten(choices)
-    tasks = (study.primary,) + tuple(t for t in study.candidates if c.get(f"aux/{t}", False))
+    tasks = (study.primary,) + tuple(t for t in study.candidates if c.get(f"aux/{t}", False) or c.get(AUX_ONLY) == t)
     weights = {**dict(base.sampling.weights), **study.weights}
     if study.weight is not None:  # searched: an auxiliary's weight relative to the primary's
         primary = weights.get(study.primary, TIERS["primary"])

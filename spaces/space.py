@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from spaces.canonical import WEIGHTED
+from spaces.canonical import AUX_ONLY, WEIGHTED
 from spaces.studies import Study
 
 
@@ -18,7 +18,9 @@ def define_space(trial: Any, study: Study) -> dict[str, Any] | None:
     The first choice is single-task or multitask, at even odds: the final verdict compares the best
     of each, so the single-task side gets half the search's lr and warm-up tuning, not the 1 in
     2^candidates it would get from the auxiliary flags alone. A single-task point has no schema
-    (one task trains the same under all of them)."""
+    (one task trains the same under all of them). A multitask point always has an auxiliary task:
+    where every ``aux/<task>`` flag came out off, ``aux_only`` picks one (without it, that draw
+    trained single-task, and with one candidate only a quarter of the points were multitask)."""
     on = study.strategy_dimensions()
     multitask = trial.suggest_categorical("multitask", [False, True])
     if not multitask:
@@ -26,6 +28,8 @@ def define_space(trial: Any, study: Study) -> dict[str, Any] | None:
         schema = "prop"
     else:
         chosen = [task for task in study.candidates if trial.suggest_categorical(f"aux/{task}", [False, True])]
+        if not chosen:
+            chosen = [trial.suggest_categorical(AUX_ONLY, list(study.candidates))]
         step_mode = trial.suggest_categorical("step_mode", list(study.step_modes)) if "step_modes" in on else "sampled"
         # one batch of every task per step: no draws, so no schema
         schema = trial.suggest_categorical("schema", list(study.schemas)) if step_mode == "sampled" else "prop"

@@ -212,10 +212,10 @@ def mlflow_server(folder: Path, backend: str, *extra: str):
 
 
 def readme_study_file() -> str:
-    """The example study file of the README ("Study files"), as it stands there."""
-    text = (ROOT / "README.md").read_text()
+    """The example study file of the study-file guide (docs/study-files.md), as it stands there."""
+    text = (ROOT / "docs" / "study-files.md").read_text()
     block = re.search(r"<!-- example study file: [^\n]*-->\n```toml\n(.*?)```", text, re.S)
-    assert block, "README.md lost its example study file"
+    assert block, "docs/study-files.md lost its example study file"
     return block.group(1)
 
 

@@ -1,4 +1,8 @@
-"""The report's plots, as PNG files beside ``report.md`` (matplotlib, headless)."""
+"""The report's plots, as PNG files beside ``report.md`` (matplotlib, headless): the objective per
+schema and per auxiliary subset, the best so far against compute, and what optuna-dashboard and Tune
+users look at first: parameter importances (Optuna's fANOVA), parallel coordinates of the completed
+trials, and every trial's learning curve.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +10,12 @@ import logging
 import math
 from pathlib import Path
 
+import numpy as np
+import optuna
 import pandas as pd
 
-from search.tracking.outcome import COMPLETED, PRUNED
+from search.tracking import records as rec
+from search.tracking.outcome import COMPLETED, FAILED, PRUNED
 
 logger = logging.getLogger(__name__)
 
@@ -21,10 +28,22 @@ def error_bars(means: pd.Series, stds: pd.Series, bounded: bool) -> list[list[fl
     return [[max(0.0, x) for x in low], [max(0.0, x) for x in high]]
 
 
+# a trial's dimensions as the trial table holds them: (column, log scale); categorical where text
+DIMENSIONS = (("auxiliary", False), ("schema", False), ("exponent", False), ("anneal_c", False), ("lr", True))
+DIMENSIONS += (("warmup", False), ("batch_size", False))
+
+
 def plots(
-    table: pd.DataFrame, out: Path, objective: str, mode: str, seeds: int, majority: float | None = None
+    table: pd.DataFrame,
+    out: Path,
+    objective: str,
+    mode: str,
+    seeds: int,
+    majority: float | None = None,
+    curves: dict[str, list[tuple[int, float]]] | None = None,
 ) -> list[Path]:
-    """The report's PNGs: the objective per schema and per auxiliary subset, and best so far vs compute."""
+    """The report's PNGs: the objective per schema and per auxiliary subset, best so far vs compute,
+    parameter importances, parallel coordinates, and (given ``curves``) the learning curves."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -38,7 +57,12 @@ def plots(
             ("auxiliary", "objective per auxiliary subset"),
         )
     ]
-    return paths + [best_so_far(table, objective, mode, seeds, baseline, out)]
+    paths.append(best_so_far(table, objective, mode, seeds, baseline, out))
+    completed = table[(table.status == COMPLETED) & table.objective.notna()]
+    paths += [p for p in (importances(completed, objective, mode, out), parallel(completed, objective, out)) if p]
+    if curves:
+        paths.append(learning_curves(table, curves, objective, out))
+    return paths
 
 
 def per_group(
@@ -101,10 +125,132 @@ def best_so_far(table: pd.DataFrame, objective: str, mode: str, seeds: int, base
     return save(fig, ax, out / "best_so_far.png")
 
 
-def save(fig, ax, path: Path) -> Path:
+def varying(trials: pd.DataFrame) -> list[tuple[str, bool]]:
+    """The dimensions every one of ``trials`` has a value of, and that differ between them."""
+    return [
+        (c, log)
+        for c, log in DIMENSIONS
+        if c in trials and trials[c].notna().all() and trials[c].astype(str).nunique() > 1
+    ]
+
+
+def importances(completed: pd.DataFrame, objective: str, mode: str, out: Path) -> Path | None:
+    """fANOVA importances (Optuna's evaluator) of the dimensions the completed trials differ in; the
+    table's columns, so a single-task trial counts as schema ``single`` and auxiliary ``none``."""
     import matplotlib.pyplot as plt
 
-    ax.legend()
+    dims = varying(completed)
+    if len(completed) < 3 or not dims:
+        logger.info("no importance plot: %d completed trials differ in %d dimensions", len(completed), len(dims))
+        return None
+    study = optuna.create_study(direction="maximize" if mode == "max" else "minimize")
+    distributions = {
+        c: optuna.distributions.CategoricalDistribution(sorted(completed[c].astype(str).unique()))
+        if not pd.api.types.is_numeric_dtype(completed[c])
+        else optuna.distributions.FloatDistribution(float(completed[c].min()), float(completed[c].max()), log=log)
+        for c, log in dims
+    }
+    for _, row in completed.iterrows():
+        params = {c: float(row[c]) if pd.api.types.is_numeric_dtype(completed[c]) else str(row[c]) for c, _ in dims}
+        study.add_trial(optuna.trial.create_trial(params=params, distributions=distributions, value=row.objective))
+    evaluator = optuna.importance.FanovaImportanceEvaluator(seed=0)
+    found = optuna.importance.get_param_importances(study, evaluator=evaluator)
+    fig, ax = plt.subplots(figsize=(6, 0.5 * len(found) + 1.5))
+    names = list(found)[::-1]
+    ax.barh(names, [found[n] for n in names], color="C0")
+    ax.set_xlabel("importance (share of the objective's variance, fANOVA)")
+    ax.set_title(f"parameter importances over {len(completed)} completed trials")
+    ax.set_xlim(0, 1)
+    return save(fig, ax, out / "param_importances.png", legend=False)
+
+
+def parallel(completed: pd.DataFrame, objective: str, out: Path) -> Path | None:
+    """Parallel coordinates of the completed trials: an axis per dimension they differ in (log10 of
+    log-scale ones; categories in sorted order), then the objective; lines coloured by the objective."""
+    import matplotlib.pyplot as plt
+
+    dims = varying(completed)
+    if len(completed) < 2 or not dims:
+        return None
+    axes, ticks = [], []
+    for c, log in dims:
+        values = completed[c]
+        if not pd.api.types.is_numeric_dtype(values):
+            levels = sorted(values.astype(str).unique())
+            axes.append(values.astype(str).map(levels.index).astype(float).to_numpy())
+            ticks.append(levels)
+        else:
+            axes.append(np.log10(values.to_numpy(float)) if log else values.to_numpy(float))
+            ticks.append(None)
+    axes.append(completed.objective.to_numpy(float))
+    ticks.append(None)
+    names = [c + (" (log10)" if log else "") for c, log in dims] + ["objective"]
+    data = np.vstack(axes)  # (dimensions, trials)
+    low, high = data.min(axis=1, keepdims=True), data.max(axis=1, keepdims=True)
+    scaled = (data - low) / np.where(high > low, high - low, 1.0)
+    fig, ax = plt.subplots(figsize=(2.2 * len(names) + 1, 4.5))
+    colours = plt.cm.viridis(scaled[-1])
+    for i in range(scaled.shape[1]):
+        ax.plot(range(len(names)), scaled[:, i], color=colours[i], alpha=0.8)
+    for x, (levels, lo, hi) in enumerate(zip(ticks, low[:, 0], high[:, 0])):
+        ax.axvline(x, color="0.6", linewidth=0.8)
+        labels = levels if levels is not None else [f"{lo:.3g}", f"{hi:.3g}"]
+        positions = np.linspace(0, 1, len(labels)) if levels is not None else [0, 1]
+        for y, label in zip(positions, labels):
+            ax.annotate(str(label), (x, y), xytext=(3, 0), textcoords="offset points", fontsize=7, va="center")
+    ax.set_xticks(range(len(names)), names, rotation=15)
+    ax.set_yticks([])
+    ax.set_title(f"parallel coordinates of {scaled.shape[1]} completed trials (colour: {objective})")
+    return save(fig, ax, out / "parallel_coordinates.png", legend=False)
+
+
+def learning_curves(
+    table: pd.DataFrame, curves: dict[str, list[tuple[int, float]]], objective: str, out: Path, named: int = 8
+) -> Path:
+    """Every trial's objective per epoch (``curves``: run id -> (epoch, value)): completed trials in
+    colour (each named in the legend where there are at most ``named``, else one colour), pruned
+    ones faded, the baseline dashed; failed trials left out."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    shown = table[(table.status != FAILED) & table.run_id.isin(list(curves))]
+    each = (shown.status == COMPLETED).sum() <= named
+    for _, row in shown.iterrows():
+        points = sorted(curves[row.run_id])
+        if not points:
+            continue
+        epochs, values = zip(*points)
+        if row.baseline:
+            ax.plot(epochs, values, "k--", marker="o", label=row.label, zorder=3)
+        elif row.status == COMPLETED:
+            style = {"label": row.label} if each else {"color": "C0", "alpha": 0.7}
+            ax.plot(epochs, values, marker="o", **style)
+        else:
+            ax.plot(epochs, values, color="0.5", alpha=0.3, marker=".")
+    if not each:
+        ax.plot([], [], color="C0", marker="o", label="completed")
+    ax.plot([], [], color="0.5", alpha=0.3, marker=".", label="pruned by ASHA")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel(objective)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    ax.set_title(f"learning curves of {len(shown)} trials: objective per epoch")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return save(fig, ax, out / "learning_curves.png", legend=False)
+
+
+def objective_curves(client, table: pd.DataFrame) -> dict[str, list[tuple[int, float]]]:
+    """Each trial run's ``objective`` per epoch, from the MLflow ``client`` (the step is the epoch)."""
+    return {
+        run_id: [(int(m.step), float(m.value)) for m in client.get_metric_history(run_id, rec.OBJECTIVE)]
+        for run_id in table.run_id
+    }
+
+
+def save(fig, ax, path: Path, legend: bool = True) -> Path:
+    import matplotlib.pyplot as plt
+
+    if legend:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

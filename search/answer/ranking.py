@@ -158,8 +158,8 @@ def floor_lines(baseline: pd.DataFrame, context: Context, metric: str, primary: 
     where = "above" if base > floor else "NOT above"
     return [
         "",
-        f"Majority rate (a constant predictor: each aspect's most frequent polarity, counted on the dev rows it "
-        f"scores) on this dev set: "
+        f"Majority rate (a constant predictor: the most frequent {primary} label, per position of an evaluation "
+        f"group where the task has groups, counted on the dev rows it scores) on this dev set: "
         f"{metric} = {floor:.4f}; the baseline's dev {metric} {base:.4f} is {where} it.",
     ]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from search.answer.plots import plots
+from search.answer.plots import objective_curves, plots
 from search.answer.ranking import Context, ranking
 from search.tracking import records as rec
 from search.tracking.records import Invocation
@@ -72,9 +72,8 @@ def build_report(
     seeds = len(invocation.seeds)
     paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
     study_metric = objective[: -len("/mean")].rpartition("/")[2] if objective.endswith("/mean") else ""
-    figures = plots(
-        table, out, objective, mode, seeds, context.majority.get(study_metric) if "/dev/" in objective else None
-    )
+    majority = context.majority.get(study_metric) if "/dev/" in objective else None
+    figures = plots(table, out, objective, mode, seeds, majority, curves=objective_curves(client, table))
     markdown += "\n## Plots\n\n" + "\n".join(f"![{p.stem.replace('_', ' ')}]({p.name})" for p in figures) + "\n"
     ranked.to_csv(paths["csv"], index=False)  # the table of report.md
     table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric

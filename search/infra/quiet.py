@@ -4,14 +4,20 @@ Ray, Tune, Optuna and MLflow log notices a user cannot act on (a local Ray start
 checkpoints written, state snapshots "may become a bottleneck", database tables
 created, TensorBoard dropping tuple hyperparameters, ...). :func:`quiet_console`
 keeps them out unless ``--verbose``; warnings that matter (a failing trial, a node
-lost, a missing GPU) are still shown.
+lost, a missing GPU) are still shown. The study's log file (:func:`log_path`, under
+``$MTL_CACHE_DIR/logs/``) keeps every warning the console leaves out, Tune's advice
+included, and the whole traceback of a failed trial, which the console gives as one
+line naming the trial and the file; Tune's ``Tuner.restore`` hint stays in the file too
+(the study prints its own ``--resume`` command).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 # loggers whose INFO lines are bookkeeping; their warnings still show
@@ -45,7 +51,18 @@ ENVIRONMENT = {
 }
 
 
+# Tune's records the console leaves to the log file: advice for Tune's own use, and its resume hint
+FILE_ONLY = (
+    "Resume experiment with: Tuner.restore",
+    "Resume training with: ",
+    "Trials did not complete: ",
+    # MLflow's advice on logging the winner's model as a Python object (the registry's pyfunc is ours)
+    "Passing a Python object as `python_model`",
+)
+TRIAL_FAILED = "Trial task failed for trial "  # Tune's ERROR record of a failed trial, with its traceback
+
 _quiet = False
+_log: Path | None = None
 
 
 def quiet_console(verbose: bool) -> None:
@@ -58,11 +75,76 @@ def quiet_console(verbose: bool) -> None:
     for key, value in ENVIRONMENT.items():
         os.environ.setdefault(key, value)
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # MLflow resets its logger's level on import
+    import mlflow  # noqa: F401  (MLflow sets its own console handler up on import: filter it after that)
     import optuna
     import ray  # noqa: F401  (Ray sets its loggers up on import: quiet them after that)
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     quiet_loggers()
+    log_to_file()
+
+
+def log_path() -> Path | None:
+    """The study's log file (None with ``--verbose``, where everything is on the console)."""
+    return _log
+
+
+def log_to_file() -> Path | None:
+    """Every warning and error, tracebacks whole, also to a log file; the console handlers of the
+    root and ``ray`` loggers (Ray's own does not propagate) leave out what :class:`Console` says."""
+    global _log
+    folder = Path(os.environ.get("MTL_CACHE_DIR", Path.home() / ".cache" / "mtl-search")) / "logs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"search-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        file = logging.FileHandler(path, encoding="utf-8")
+    except OSError as exc:  # a read-only home: the console keeps what it showed before
+        logging.getLogger(__name__).debug("no log file: %s", exc)
+        return None
+    file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    # the root's console handler, and those of the loggers that do not propagate to it
+    for logger in (logging.getLogger(), logging.getLogger("ray"), logging.getLogger("mlflow")):
+        for handler in logger.handlers:
+            if isinstance(handler, logging.StreamHandler) and not isinstance(handler, logging.FileHandler):
+                handler.addFilter(Console(handler, path))
+        logger.addHandler(file)
+    for name in NOISY_WARNINGS:  # their warnings now reach the file; Console keeps them off the screen
+        logging.getLogger(name).setLevel(logging.WARNING)
+    _log = path
+    return path
+
+
+class Console(logging.Filter):
+    """On a console handler: what it leaves to the log file. Tune's advice (:data:`NOISY_WARNINGS`)
+    below ERROR and its resume hint are left out; a failed trial's traceback becomes one line naming
+    the trial, its error and the log file. A filter, not a formatter: ``ray.init`` replaces the
+    formatters of the ``ray`` logger's handlers. It never changes a record: the log file's handler
+    gets the same one, traceback and all."""
+
+    def __init__(self, handler: logging.Handler, log: Path) -> None:
+        super().__init__()
+        self.handler, self.log = handler, log
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        if record.name.startswith(NOISY_WARNINGS) and record.levelno < logging.ERROR:
+            return False
+        if message.startswith(TRIAL_FAILED):
+            self.handler.emit(
+                logging.makeLogRecord(
+                    {**record.__dict__, "msg": self.one_line(record), "args": (), "exc_info": None, "exc_text": None}
+                )
+            )
+            return False
+        return not any(text in message for text in FILE_ONLY)
+
+    def one_line(self, record: logging.LogRecord) -> str:
+        """``trial boom_00000 failed: ValueError: boom (traceback in LOG)``."""
+        error = record.exc_info[1] if record.exc_info else None
+        error = getattr(error, "cause", None) or error  # a RayTaskError wraps the trainable's own
+        text = str(error).strip()
+        what = f"{type(error).__name__}: {text.splitlines()[0][:200]}" if text else type(error).__name__
+        return f"trial {str(record.msg)[len(TRIAL_FAILED) :]} failed: {what} (traceback in {self.log})"
 
 
 def quiet_loggers() -> None:

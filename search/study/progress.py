@@ -1,5 +1,6 @@
 """A study's own progress on the console: one line per finished trial, with its config and score,
-and a status line a minute (trials by state, the best completed trial with its seed spread).
+and a status line a minute: trials done / running / left, seed-epochs spent, an ETA from the
+measured epoch times and ASHA's expected remaining work, and the best completed trial.
 """
 
 from __future__ import annotations
@@ -7,14 +8,15 @@ from __future__ import annotations
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ray.tune import Callback, ProgressReporter
 
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
-from trainables.fidelity import SEED_COUNT
+from trainables.fidelity import SEED_COUNT, SeedSchedule
 
 
 class TrialLines(Callback):
@@ -66,14 +68,72 @@ def score_text(result: dict[str, Any], objective: str) -> str:
     return f"{mean:.4f}" + (f" ± {std:.4f}" if std is not None else "") + over
 
 
+@dataclass(frozen=True)
+class Work:
+    """What ASHA still expects a study to train, in seed-epochs (an epoch of one seed): ``seeds`` per
+    trial (K), the last epoch ``max_t``, the rung epochs below it and the reduction factor. Results
+    are taken as exchangeable (a trial passes a rung with odds 1/reduction_factor); the baseline and
+    each side's leader, which ASHA keeps, make the real figure somewhat larger."""
+
+    seeds: int
+    max_t: int
+    rungs: tuple[int, ...] = ()
+    reduction_factor: int = 2
+
+    def schedule(self, config: Mapping[str, Any]) -> SeedSchedule:
+        """The trial's seeds per epoch (``--first-rung-seeds``; else all K throughout)."""
+        return SeedSchedule.of_trial(config, self.seeds)
+
+    def expected(self, schedule: SeedSchedule, epoch: int = 0) -> float:
+        """Seed-epochs a trial that reported ``epoch`` and still runs is expected to train in all."""
+        total, alive = 0.0, 1.0
+        for rung in (r for r in self.rungs if r > epoch):  # the rungs still ahead of it
+            total += alive * (1 - 1 / self.reduction_factor) * schedule.seed_epochs(rung)  # stopped there
+            alive /= self.reduction_factor
+        return total + alive * schedule.seed_epochs(self.max_t)
+
+
+def work_text(trials: Sequence[Any], running: Sequence[Any], left: int, work: Work) -> str:
+    """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time)``."""
+    spent, seconds, to_go = 0, 0.0, 0.0
+    for t in trials:
+        result, schedule = t.last_result or {}, work.schedule(t.config)
+        done = schedule.seed_epochs(int(result.get("epoch", 0)))
+        spent, seconds = spent + done, seconds + float(result.get("time_total_s", 0.0))
+        if t in running:
+            to_go += work.expected(schedule, int(result.get("epoch", 0))) - done
+    to_go += left * work.expected(work.schedule({}))
+    text = f"{spent} seed-epochs spent, ~{to_go:.0f} to go"
+    if not spent or not seconds:
+        return text + ": ETA after the first epoch"
+    per, slots = seconds / spent, max(1, len(running))
+    return text + f": ETA {duration(to_go * per / slots)} ({per:.1f} s per seed-epoch, {slots} at a time)"
+
+
+def duration(seconds: float) -> str:
+    """``45 s``, ``12 min``, ``3.4 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
+
+
 class StudyStatus(ProgressReporter):
     """Tune's progress report as one line a minute (and at the end). Replaces Tune's CLIReporter,
     whose table repeated every 30 s under a "Current best trial" that ranks last results of any
     epoch: a trial ASHA stopped at epoch 1 against completed ones."""
 
-    def __init__(self, objective: str, max_epochs: int, every_s: float = 60.0, stream: TextIO | None = None) -> None:
+    work: Work | None = None  # a reporter pickled before the ETA existed (a study resumed across versions) has none
+
+    def __init__(
+        self,
+        objective: str,
+        max_epochs: int,
+        every_s: float = 60.0,
+        stream: TextIO | None = None,
+        work: Work | None = None,
+    ) -> None:
         self.objective, self.max_epochs, self.every_s = objective, max_epochs, every_s
-        self.stream = stream
+        self.stream, self.work = stream, work
         self.mode, self.total, self.start, self.last = "max", None, time.time(), time.time()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -88,30 +148,39 @@ class StudyStatus(ProgressReporter):
 
     def report(self, trials, done: bool, *sys_info: str) -> None:
         self.last = time.time()
-        line = status_line(trials, self.objective, self.max_epochs, self.mode, self.last - self.start, self.total)
+        elapsed = self.last - self.start
+        line = status_line(trials, self.objective, self.max_epochs, self.mode, elapsed, self.total, self.work)
         print(line, file=self.stream or sys.stdout, flush=True)
 
 
 def status_line(
-    trials: Sequence[Any], objective: str, max_epochs: int, mode: str, elapsed_s: float, total: int | None = None
+    trials: Sequence[Any],
+    objective: str,
+    max_epochs: int,
+    mode: str,
+    elapsed_s: float,
+    total: int | None = None,
+    work: Work | None = None,
 ) -> str:
-    """``[study 12:03] 6/6 trials: 1 running (t05 epoch 1/2), 2 completed, 3 pruned, 0 failed |
-    best completed: t00 baseline objective=0.6296 ± 0.0020``."""
+    """``[study 12:03] trials: 5 done (2 completed, 3 pruned, 0 failed), 1 running (t05 epoch 1/2), 0 left |
+    22 seed-epochs spent, ~2 to go: ETA 50 s (25.0 s per seed-epoch, 1 at a time) | best completed: t00
+    baseline objective=0.6296 ± 0.0020``."""
     running = [t for t in trials if t.status == "RUNNING"]
-    finished = [t for t in trials if t.status in TUNE_ENDED]
-    outcomes = [(t, outcome(t, max_epochs)) for t in finished]
+    outcomes = [(t, outcome(t, max_epochs)) for t in trials if t.status in TUNE_ENDED]
     counts = Counter(status for _, status in outcomes)
-    waiting = len(trials) - len(running) - len(finished)
+    left = max(0, (total or len(trials)) - len(running) - len(outcomes))
     doing = ", ".join(
         f"{tag(t)[1:-1]} epoch {int((t.last_result or {}).get('epoch', 0))}/{max_epochs}" for t in running
     )
     minutes, seconds = divmod(int(elapsed_s), 60)
     text = (
-        f"[study {minutes:02d}:{seconds:02d}] {len(trials)}/{total or len(trials)} trials: {len(running)} running"
+        f"[study {minutes:02d}:{seconds:02d}] trials: {len(outcomes)} done ({counts[COMPLETED]} completed, "
+        f"{counts[PRUNED]} pruned, {counts[FAILED]} failed), {len(running)} running"
         + (f" ({doing})" if doing else "")
-        + f", {counts[COMPLETED]} completed, {counts[PRUNED]} pruned, {counts[FAILED]} failed"
-        + (f", {waiting} waiting" if waiting else "")
+        + f", {left} left"
     )
+    if work is not None:
+        text += " | " + work_text(trials, running, left, work)
     done = [t for t, status in outcomes if status == COMPLETED and objective in (t.last_result or {})]
     if not done:
         return text + " | no trial completed yet"

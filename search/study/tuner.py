@@ -21,7 +21,7 @@ from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name
 from search.study.plan import StudyPlan
 from search.study.prepare import ready
-from search.study.progress import StudyStatus, TrialLines
+from search.study.progress import StudyStatus, TrialLines, Work
 from search.study.scheduler import ContenderKeepingASHA
 from search.study.searcher import CanonicalOptunaSearch
 from search.tracking import records as rec
@@ -32,6 +32,7 @@ from search.tracking.spool import Spool
 from search.tracking.tracker import MLflowTracker
 from spaces.canonical import baseline_moves
 from trainables.config import ConfigError
+from trainables.fidelity import asha_rungs
 from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
@@ -140,7 +141,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
                 TrialLines(objective, epochs),
                 guard,
             ],
-            progress_reporter=StudyStatus(objective, epochs),
+            progress_reporter=StudyStatus(objective, epochs, work=work_of(plan)),
             verbose=1,
         ),
     )
@@ -200,6 +201,12 @@ def param_space_of(plan: StudyPlan) -> dict[str, Any]:
     ``--first-rung-seeds``, the seed schedule the trainable follows (``trainables.fidelity``)."""
     fidelity = None if plan.schedule is None else plan.schedule.to_dict()
     return TrialConfig(seeds=plan.seeds, fidelity=fidelity).to_tune()
+
+
+def work_of(plan: StudyPlan) -> Work:
+    """ASHA's rungs, for the status line's expected remaining work."""
+    r = plan.rungs
+    return Work(len(plan.seeds), r.max_t, asha_rungs(r.grace_period, r.reduction_factor, r.max_t), r.reduction_factor)
 
 
 def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:

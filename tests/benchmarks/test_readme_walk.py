@@ -1,8 +1,8 @@
-"""The README walk reads the README's shell blocks as a user would type them."""
+"""The README walk reads the README's and the guides' blocks as a user would type them, and their links."""
 
 from pathlib import Path
 
-from benchmarks.readme_walk import SERVERS, SKIPPED, blocks, commands
+from benchmarks.readme_walk import PAGES, SERVERS, SKIPPED, anchor, blocks, broken_links, commands
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -12,10 +12,42 @@ def test_continued_lines_stay_one_command_and_comments_go():
     assert commands(lines) == ["curl -s URL \\\n  -d '{}'", "make ui   # server"]
 
 
-def test_every_skip_and_server_names_a_command_of_the_readme():
-    walked = [c for _, block in blocks((ROOT / "README.md").read_text()) for c in block]
+def test_python_blocks_run_as_one_script_and_output_blocks_not_at_all():
+    page = "# A\n```python\nx = 1\nprint(x)\n```\n```\n1\n```\n```toml\nname = 'x'\n```\n```bash\nls\n```\n"
+    assert blocks(page) == [("A", ["python - <<'PYTHON'\nx = 1\nprint(x)\nPYTHON"]), ("A", ["ls"])]
+
+
+def test_every_skip_and_server_names_a_command_of_the_pages():
+    walked = [c for page in PAGES for _, block in blocks((ROOT / page).read_text()) for c in block]
     # a renamed command must not be skipped or waited on unnoticed, nor a whole family by a loose prefix
     assert all(any(c.startswith(prefix) for c in walked) for prefix in [*SKIPPED, *SERVERS])
     assert "python -m search.run --list" in {c.split("#")[0].strip() for c in walked}
     skipped = [c for c in walked if any(c.startswith(p) for p in SKIPPED)]
-    assert len(skipped) < len(walked) / 3, skipped
+    assert len(skipped) < len(walked) / 4, skipped
+
+
+def test_links_lead_to_files_and_headings(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text(
+        "[a](docs/a.md#the-flags) [b](docs/a.md#nope) [c](docs/gone.md) [v](docs/verdict.md)"
+    )
+    (tmp_path / "docs" / "a.md").write_text("# Guide\n## The `--flags`, all\n[up](../README.md)\n")
+    assert anchor(" The `--flags`, all") == "the---flags-all"
+    (tmp_path / "docs" / "a.md").write_text("# Guide\n## The flags\n[up](../README.md)\n")
+    assert broken_links(tmp_path, ["README.md", "docs/a.md"]) == [
+        "README.md: docs/a.md#nope (no heading #nope in docs/a.md)",
+        "README.md: docs/gone.md (no such file)",
+        "README.md: docs/verdict.md (added by another issue)",
+    ]
+
+
+def test_the_pages_links_hold():
+    assert [line for line in broken_links(ROOT, list(PAGES)) if "another issue" not in line] == []
+
+
+def test_every_flag_of_search_run_is_in_the_reference():
+    from search.run import parser
+
+    reference = (ROOT / "docs" / "reference.md").read_text()
+    flags = [s for a in parser()._actions for s in a.option_strings if s.startswith("--")]
+    assert [f for f in flags if f not in reference] == []

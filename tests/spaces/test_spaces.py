@@ -153,7 +153,7 @@ def test_thesis_grid_is_deduplicated_with_baseline_first():
 def test_define_by_run_space_is_conditional():
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     seen, singles = set(), 0
-    for _ in range(60):
+    for _ in range(100):
         trial = study.ask()
         assert define_space(trial, ABSA) is None
         p = trial.params
@@ -171,7 +171,29 @@ def test_define_by_run_space_is_conditional():
         seen.add(p["schema"])
         study.tell(trial, 0.5)
     assert seen == set(ABSA.schemas)
-    assert 20 <= singles <= 40  # even odds: the single-task side gets half the tuning
+    assert 35 <= singles <= 65  # even odds: the single-task side gets half the tuning
+
+
+@pytest.mark.parametrize("candidates", [("sst2",), ("sst2", "pos", "sentihood")])
+def test_multitask_points_always_train_an_auxiliary_at_even_odds(candidates):
+    study_def = Study("odds", "semeval", candidates, "acc_4way")
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    trained = []
+    for _ in range(400):
+        trial = study.ask()
+        define_space(trial, study_def)
+        config = apply_choices(BASE, trial.params, study_def)
+        assert (len(config.tasks) > 1) == trial.params["multitask"]  # no empty multitask draw
+        trained.append(len(config.tasks) > 1)
+        study.tell(trial, 0.5)
+    assert 0.43 <= sum(trained) / len(trained) <= 0.57  # even odds: 400 draws, sd 0.025
+
+
+def test_old_multitask_points_without_an_auxiliary_still_train_single_task():
+    # configs of experiments started before aux_only: multitask with every flag off trained the primary alone
+    old = {"multitask": True, **{f"aux/{t}": False for t in ABSA.candidates}, "schema": "square", "lr": 3e-5}
+    assert apply_choices(BASE, old, ABSA).tasks == ("semeval",)
+    assert apply_choices(BASE, {**old, "aux_only": "pos"}, ABSA).tasks == ("semeval", "pos")
 
 
 def test_apply_choices_keeps_candidate_order():
@@ -262,7 +284,8 @@ def test_space_searches_the_weights_of_chosen_auxiliaries():
         define_space(trial, SEARCHED)
         p = trial.params
         for task in SEARCHED.candidates:
-            reads = p.get(f"aux/{task}", False) and p["schema"] not in ("sequential", "random")
+            chosen = p.get(f"aux/{task}", False) or p.get("aux_only") == task
+            reads = chosen and p["schema"] not in ("sequential", "random")
             assert (f"weight/{task}" in p) == reads
             if reads:
                 assert 0.125 <= p[f"weight/{task}"] <= 8.0

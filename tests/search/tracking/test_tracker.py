@@ -14,7 +14,7 @@ import pytest
 from search.study.config import SearchConfig
 from search.study.kind import TrainedTrials
 from search.study.plan import plan_offline
-from search.study.progress import StudyStatus, TrialLines, status_line
+from search.study.progress import StudyStatus, TrialLines, Work, status_line
 from search.tracking.records import CONFIG_ARTIFACT, TrialParams
 from search.tracking.runs import find_parent, start_parent_run, trial_table
 from search.tracking.tracker import MLflowTracker
@@ -209,11 +209,11 @@ def test_status_line_names_the_best_completed_trial_not_a_pruned_one():
     failed.status, failed.last_result = "ERROR", {"epoch": 1}
     line = status_line([done, pruned, running, failed], OBJECTIVE, 2, "max", elapsed_s=125, total=6)
     assert line == (
-        "[study 02:05] 4/6 trials: 1 running (t02 epoch 1/2), 1 completed, 1 pruned, 1 failed"
+        "[study 02:05] trials: 3 done (1 completed, 1 pruned, 1 failed), 1 running (t02 epoch 1/2), 2 left"
         " | best completed: t00 baseline objective=0.6100 ± 0.0020"
     )
     assert status_line([running], OBJECTIVE, 2, "max", 5).endswith(
-        "1 running (t02 epoch 1/2), 0 completed, 0 pruned, 0 failed | no trial completed yet"
+        "trials: 0 done (0 completed, 0 pruned, 0 failed), 1 running (t02 epoch 1/2), 0 left | no trial completed yet"
     )
     out = io.StringIO()
     reporter = StudyStatus(OBJECTIVE, 2, every_s=60, stream=out)
@@ -221,6 +221,36 @@ def test_status_line_names_the_best_completed_trial_not_a_pruned_one():
     assert not reporter.should_report([done]) and reporter.should_report([done], done=True)
     reporter.report([done], True)
     assert "best completed: t00 baseline" in out.getvalue()
+
+
+def test_status_line_spends_seed_epochs_and_gives_an_eta():
+    cfg = canonical(BASE)
+    done, pruned, running = (trial(x, n, cfg) for x, n in (("a", 0), ("b", 1), ("c", 2)))
+    # 2 seeds, 4 epochs, rungs at 1 and 2 (reduction factor 2): 10 s per seed-epoch measured
+    done.status, done.last_result = "TERMINATED", {OBJECTIVE: 0.6, "epoch": 4, "time_total_s": 80.0}
+    pruned.status, pruned.last_result = "TERMINATED", {OBJECTIVE: 0.5, "epoch": 1, "time_total_s": 20.0}
+    running.status, running.last_result = "RUNNING", {OBJECTIVE: 0.55, "epoch": 1, "time_total_s": 20.0}
+    work = Work(seeds=2, max_t=4, rungs=(1, 2), reduction_factor=2)
+    # a new trial: 2 seed-epochs, then 1/2 go on to epoch 2 (+2 seed-epochs) and 1/4 to epoch 4 (+4): 2 + 1 + 1 = 4
+    assert work.expected(work.schedule({})) == 4.0
+    # the running trial passed rung 1: 2 spent, 1/2 stop at epoch 2 (4), 1/2 go on to 4 (8): 6 in all, 4 to go
+    assert work.expected(work.schedule({}), epoch=1) == 6.0
+    line = status_line([done, pruned, running], OBJECTIVE, 4, "max", 130, total=5, work=work)
+    # spent 8 + 2 + 2 = 12 in 120 s; to go 4 (running) + 2 left x 4 = 12, at 10 s each, one at a time
+    assert "2 left | 12 seed-epochs spent, ~12 to go: ETA 2 min (10.0 s per seed-epoch, 1 at a time) |" in line
+    pending = trial("d", 3, cfg)
+    pending.status = "PENDING"
+    fresh = status_line([pending], OBJECTIVE, 4, "max", 3, total=2, work=work)
+    assert "0 seed-epochs spent, ~8 to go: ETA after the first epoch" in fresh
+
+
+def test_a_reporter_pickled_before_the_eta_still_reports():
+    state = StudyStatus(OBJECTIVE, 2, stream=io.StringIO()).__getstate__()
+    del state["work"]  # what a study saved by an earlier version holds
+    old = StudyStatus.__new__(StudyStatus)
+    old.__dict__.update(state, stream=io.StringIO())
+    old.report([], True)
+    assert "no trial completed yet" in old.stream.getvalue()
 
 
 def test_a_diverged_trial_counts_as_failed():

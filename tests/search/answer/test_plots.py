@@ -1,0 +1,59 @@
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from search.answer.plots import plots, varying
+
+OBJECTIVE = "semeval/dev/acc_4way/mean"
+
+
+def table(n: int) -> pd.DataFrame:
+    """``n`` trials as the report's trial table has them: the baseline, then multitask and single-task
+    trials, every third pruned, the last failed."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for i in range(n):
+        multitask = i % 2 == 1
+        status = "failed" if i == n - 1 else ("pruned" if i % 3 == 2 else "completed")
+        rows.append(
+            {
+                "run_id": f"r{i}",
+                "label": f"t{i:02d} " + ("sst2 square" if multitask else "single"),
+                "status": status,
+                "baseline": i == 0,
+                "auxiliary": "sst2" if multitask else "none",
+                "schema": "square" if multitask else "single",
+                "exponent": np.nan,
+                "lr": float(10 ** rng.uniform(-5, -4)),
+                "warmup": float(rng.uniform(0, 0.2)),
+                "epochs": 1 if status == "pruned" else 3,
+                "objective": np.nan if status == "failed" else float(rng.uniform(0.6, 0.7)),
+                "objective_std": 0.01,
+                "start_time": i,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def curves(t: pd.DataFrame) -> dict[str, list[tuple[int, float]]]:
+    return {r.run_id: [(e, 0.55 + 0.03 * e) for e in range(1, r.epochs + 1)] for r in t.itertuples()}
+
+
+def test_the_report_draws_importances_parallel_coordinates_and_learning_curves(tmp_path):
+    t = table(12)
+    paths = plots(t, tmp_path, OBJECTIVE, "max", 2, majority=0.58, curves=curves(t))
+    names = {p.name for p in paths}
+    assert {"param_importances.png", "parallel_coordinates.png", "learning_curves.png"} <= names
+    for p in paths:
+        assert Image.open(p).size[0] > 300  # a real image, not an empty file
+
+
+def test_too_few_completed_trials_give_no_importances(tmp_path):
+    t = table(3)  # the baseline and one multitask trial completed, one failed
+    names = {p.name for p in plots(t, tmp_path, OBJECTIVE, "max", 2)}
+    assert "param_importances.png" not in names and "learning_curves.png" not in names  # no curves given
+
+
+def test_only_dimensions_every_trial_has_and_that_differ_are_axes():
+    t = table(12)
+    assert [c for c, _ in varying(t[t.status == "completed"])] == ["auxiliary", "schema", "lr", "warmup"]

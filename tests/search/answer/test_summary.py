@@ -1,0 +1,55 @@
+from pathlib import Path
+
+from search.answer.summary import Places, Side, Verdict, summary, where
+
+PLACES = Places(
+    tracking_uri="sqlite:////tmp/s/mlflow.db",
+    optuna_storage="sqlite:///optuna.db",
+    optuna_study="absa-smoke-1",
+    tune_path="/tmp/s/ray_results/absa-smoke-1",
+    report=Path("results/absa/absa-smoke-1/report.md"),
+    experiment_id="3",
+    run_name="absa-smoke-1",
+    model_uri="models:/absa-best/2",
+    log=Path("/home/u/.cache/mtl-search/logs/search-1.log"),
+)
+
+
+def test_summary_gives_the_verdict_the_sides_and_every_place():
+    text = summary(
+        "absa",
+        [Verdict("acc_4way", "no significant difference", 0.0086, -0.0087, 0.0258, 3)],
+        [Side("multitask", "t01 pos sequential", 0.8648, 0.0101), Side("single-task", "t02 single", 0.8611, 0.0019)],
+        PLACES,
+    )
+    lines = text.splitlines()
+    assert lines[0] == "== absa: the answer =="
+    assert lines[1] == (
+        "multitask vs single-task on test acc_4way, 3 fresh seeds: no significant difference "
+        "(Δ +0.0086, 95% CI [-0.0087, +0.0258])"
+    )
+    assert lines[2] == "multitask:   t01 pos sequential (dev 0.8648 ± 0.0101)"
+    assert lines[3] == "single-task: t02 single (dev 0.8611 ± 0.0019)"
+    assert "  report    results/absa/absa-smoke-1/report.md" in lines
+    assert "  MLflow    mlflow ui --backend-store-uri sqlite:////tmp/s/mlflow.db" in lines
+    assert "http://127.0.0.1:5000/#/experiments/3/runs?" in text and "viewStateShareKey=absa-smoke-1" in text
+    assert "  model     models:/absa-best/2" in lines
+    assert "  Optuna    sqlite:///optuna.db (study absa-smoke-1)" in lines
+    assert lines[-2:] == [
+        "  Tune      /tmp/s/ray_results/absa-smoke-1",
+        "  log       /home/u/.cache/mtl-search/logs/search-1.log",
+    ]
+
+
+def test_summary_without_a_verdict_says_why_and_where():
+    places = Places("sqlite:///m.db", "sqlite:///o.db", "r-1", "/t")
+    text = summary("reviews", [], [], places, note="no multitask trial")
+    assert "no verdict: no multitask trial" in text and "model     none registered" in text
+    assert "report    none (--no-report)" in text and "trials" not in text  # no experiment id: no link
+
+
+def test_a_tracking_server_is_linked_and_its_password_masked():
+    rows = dict(where(Places("http://u:s3cret@host:5000/", "postgresql://u:s3cret@db/o", "r", "/t", None, "7", "r")))
+    assert rows["MLflow"] == "open http://u:***@host:5000/"
+    assert rows["trials"].startswith("http://u:***@host:5000/#/experiments/7/runs")
+    assert "s3cret" not in rows["Optuna"]
