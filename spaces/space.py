@@ -22,7 +22,8 @@ def define_space(trial: Any, study: Study) -> dict[str, Any] | None:
     where every ``aux/<task>`` flag came out off, ``aux_only`` picks one (without it, that draw
     trained single-task, and with one candidate only a quarter of the points were multitask)."""
     on = study.strategy_dimensions()
-    multitask = trial.suggest_categorical("multitask", [False, True])
+    # a study without candidates has no multitask point to draw
+    multitask = trial.suggest_categorical("multitask", [False, True] if study.candidates else [False])
     if not multitask:
         chosen: list[str] = []
         schema = "prop"
