@@ -240,3 +240,20 @@ def test_a_bad_new_key_is_refused_naming_the_file_and_key(tmp_path, text, expect
     with pytest.raises(TruthError, match="truth.toml") as info:
         load_truth(truth_file(tmp_path, text))
     assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_suite_models_what_its_comments_say():
+    """additive: marginal gains; late_bloomer: the best anneals and starts slower; divergence: high lr collapses."""
+    additive = load_truth(resolve_truth("additive"))
+    assert additive.effect(config("sst2", schema="square")) > 0 > additive.effect(config("sentihood", schema="square"))
+    late = load_truth(resolve_truth("late_bloomer"))
+    best = config("sst2", schema="anneal", epochs=4).with_(sampling=SamplingConfig(schema="anneal", anneal_c=0.8))
+    fast = config("sst2", "pos", schema="square", epochs=4)
+    assert late.true_score(best, "acc_4way") - late.true_score(fast, "acc_4way") == pytest.approx(0.01)
+    first = [late.true_score(c, "acc_4way") - late.deficit(c, 1) for c in (best, fast, config("pos", epochs=4))]
+    assert first == pytest.approx([0.825, 0.83, 0.82])  # after epoch 1: 0.5 pp above a null config (2 pp at the end)
+    other_anneal = config("pos", schema="anneal", epochs=4)
+    assert late.true_score(other_anneal, "acc_4way") - late.deficit(other_anneal, 1) == pytest.approx(0.805, abs=1e-3)
+    divergence = load_truth(resolve_truth("divergence"))
+    high, low = (divergence.true_score(config(lr=lr), "acc_4way") for lr in (6e-5, 3e-5))
+    assert high < low - 0.05
