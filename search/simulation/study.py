@@ -14,6 +14,7 @@ from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
 from search.study.prepare import Prepared, prepare_simulated
+from search.study.strategy import strategy_of
 from search.study.tuner import first_points, rungs_of, sampler_of, scheduler_of, searcher_of
 from trainables.fidelity import FIDELITY, SeedSchedule
 
@@ -81,7 +82,7 @@ def simulate(
     prep = prepare_simulated(cfg)
     mode = cfg.mode or prep.study.mode
     points = first_points(cfg, prep)
-    trials = len(points) if cfg.search == "grid" else (cfg.trials or prep.preset.trials)
+    trials = len(points) if strategy_of(cfg.search).only_first else (cfg.trials or prep.preset.trials)
     asha = scheduler(cfg, prep)
     asha.set_search_properties(prep.objective, mode)  # as tune.run does
     searcher = searcher_for(cfg, prep, mode, points, multivariate)

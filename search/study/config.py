@@ -7,13 +7,14 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from search.study.strategy import STRATEGIES
 from search.tracking.records import Invocation
 from spaces import Preset, Range, Study, get_study
 from trainables.cli import mask_credentials
 from trainables.config import PRECISIONS, ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.tasks.base import PROTOCOLS
 
-SEARCHES = ("tpe", "grid", "random")
+SEARCHES = tuple(STRATEGIES)  # search.study.strategy: what each --search does
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from search.study.ending import StudyEnd, tracking_unavailable
 from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name, latest_experiment, resume_command, warn_ignored_on_resume
 from search.study.prepare import Prepared, ready
+from search.study.strategy import strategy_of
 from search.tracking import records as rec
 from search.tracking import runs
 from search.tracking.records import Invocation
@@ -144,7 +145,7 @@ def new_tuner(cfg: SearchConfig, end: StudyEnd) -> Launch:
     check_new_name(cfg, name, storage)
     prep = ready(cfg)
     points = first_points(cfg, prep)
-    trials = len(points) if cfg.search == "grid" else (cfg.trials or prep.preset.trials)
+    trials = len(points) if strategy_of(cfg.search).only_first else (cfg.trials or prep.preset.trials)
     path = f"{storage}/{name}"
     invocation = cfg.invocation(path, trials)
     seeds, objective, epochs = list(invocation.seeds), prep.objective, prep.base.epochs
@@ -196,7 +197,7 @@ def first_points(cfg: SearchConfig, prep: Prepared) -> list[dict[str, Any]]:
             preset_value,
             key,
         )
-    return thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)]
+    return thesis_grid(study, base) if strategy_of(cfg.search).first == "cells" else [baseline_choices(study, base)]
 
 
 def sampler_of(cfg: SearchConfig, multivariate: bool = False):
@@ -206,8 +207,11 @@ def sampler_of(cfg: SearchConfig, multivariate: bool = False):
     by ``search.run``."""
     import optuna
 
-    if cfg.search == "random":
+    sampler = strategy_of(cfg.search).sampler
+    if sampler == "random":
         return optuna.samplers.RandomSampler(seed=cfg.search_seed)
+    if sampler == "tpe-mv":  # one joint density per group; running trials' points count as bad (issue 28)
+        return optuna.samplers.TPESampler(seed=cfg.search_seed, multivariate=True, group=True, constant_liar=True)
     if multivariate:
         return optuna.samplers.TPESampler(seed=cfg.search_seed, multivariate=True, group=True)
     return optuna.samplers.TPESampler(seed=cfg.search_seed)
@@ -257,10 +261,11 @@ def param_space_of(cfg: SearchConfig, prep: Prepared, seeds: list[int]) -> dict[
 def scheduler_of(cfg: SearchConfig, prep: Prepared):
     """ASHA over epochs that keeps the baseline and each side's leader; the preset's rungs unless
     overridden; with ``--first-rung-seeds``, paired on the seeds each rung's trials have."""
-    from search.study.scheduler import ContenderKeepingASHA
+    from search.study.scheduler import ContenderKeepingASHA, FamilyASHA
 
     grace, factor, max_t = rungs_of(cfg, prep)
-    return ContenderKeepingASHA(
+    scheduler = FamilyASHA if strategy_of(cfg.search).rungs == "family" else ContenderKeepingASHA
+    return scheduler(
         time_attr="training_iteration",
         max_t=max_t,
         grace_period=grace,

@@ -1,6 +1,6 @@
 """A known truth for simulated studies: what any canonical config scores, per seed, split and epoch.
 
-The model of one reported score of a config (README, "Simulated studies"):
+The model of one reported score of a config (docs/truth-files.md):
 
     score(config, seed, split, epoch, metric) = base[metric] + effect(config)
         + luck(config, seed) + shared(seed) - deficit(config, epoch) + noise(config, seed, split, epoch, metric)

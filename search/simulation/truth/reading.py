@@ -1,6 +1,6 @@
 """A truth file's TOML, checked key by key into a :class:`~search.simulation.truth.model.Truth`.
 
-Layout (every table optional except ``[tasks.<primary>]``; README, "Simulated studies")::
+Layout (every table optional except ``[tasks.<primary>]``; docs/truth-files.md, every key)::
 
     name = "null"              primary = "semeval"          seed = 0
     [noise]      seed_sd, shared_seed_sd, eval_sd, test_offset
