@@ -60,7 +60,10 @@ def add_search_space(p: ArgumentParser) -> None:
     p.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")
     p.add_argument("--mode", choices=("max", "min"))
     p.add_argument(
-        "--search", default=SearchConfig.search, choices=SEARCHES, help="tpe (default), random, or the thesis grid"
+        "--search",
+        default=SearchConfig.search,
+        choices=SEARCHES,
+        help="strategy (docs/search-strategies.md); default: every cell first, stratified ASHA, multivariate TPE",
     )
     p.add_argument("--model", help="encoder: AutoModel name or local path (default: the preset's)")
     p.add_argument("--epochs", type=int, help="epochs per trial (ASHA's max_t)")

@@ -115,12 +115,29 @@ FAMILIES.update(
         "cells-family-k2": budgets("cells-family", "cells-family", 2, (43, 64, 100)),
         "cells-family-k3": budgets("cells-family", "cells-family", 3, (43, 64)),
         "cells-k2": budgets("cells", "cells", 2, (43, 64, 100)),
+        "cells-k2-rf3": budgets("cells", "cells", 2, (43,), reduction_factor=3),
+        "cells-family-k2-rf3": budgets("cells-family", "cells-family", 2, (43,), reduction_factor=3),
         # what `python -m search.run absa --preset full` runs with no other flag: the default --search at
         # the preset's seeds and trials
         "default": [Strategy("default", SearchConfig.search, 0)],
     }
 )
 DEFAULT = ("grid", "grid-asha", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
+# the suite of issue 28 (benchmarks/README.md): today's TPE + ASHA, random and multivariate TPE at <= 30% of the
+# grid's compute and near it, against the cell screens at 1 and 2 seeds (2 seeds at reduction 3: about the grid's)
+SUITE = {
+    "grid": GRID,
+    "tpe-k1": budgets("tpe-asha", "tpe", 1, (16, 64)),
+    "random-k1": budgets("random-asha", "random", 1, (16,)),
+    "tpe-mv-cl-k1": budgets("tpe-mv", "tpe-mv", 1, (16, 64)),
+    "cells-k1": budgets("cells", "cells", 1, (43,)),
+    "cells-family-k1": budgets("cells-family", "cells-family", 1, (43, 64)),
+    "cells-k2": budgets("cells", "cells", 2, (43,)),
+    "cells-family-k2": budgets("cells-family", "cells-family", 2, (43,)),
+    "cells-k2-rf3": FAMILIES["cells-k2-rf3"],
+    "cells-family-k2-rf3": FAMILIES["cells-family-k2-rf3"],
+}
+FAMILIES["suite"] = [s for family in SUITE.values() for s in family]
 
 
 def chosen(names: str) -> list[Strategy]:

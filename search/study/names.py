@@ -49,7 +49,7 @@ def check_new_name(cfg: SearchConfig, name: str, storage: str) -> None:
 def warn_ignored_on_resume(cfg: SearchConfig) -> None:
     fixed = {
         "--trials": cfg.trials,
-        "--search": cfg.search if cfg.search != "tpe" else None,
+        "--search": cfg.search if cfg.search != SearchConfig.search else None,
         "--epochs": cfg.epochs,
         "--model": cfg.model,
         "--seeds": cfg.seeds,
