@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
 from trainables.data import resolve_data_dir
@@ -97,6 +98,8 @@ def main() -> None:
     p.add_argument("--out", default="benchmarks/results/learning_curves.jsonl")
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated, of " + ",".join(FAMILIES))
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--first-seed", type=int, default=1, help="seeds first-seed .. first-seed + seeds - 1")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--epochs", type=int, default=4)
     p.add_argument("--train-rows", type=int, default=300, help="training rows per task")
     p.add_argument("--eval-rows", type=int, default=500, help="primary dev rows")
@@ -112,7 +115,9 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"error: --families {','.join(unknown)}: expected some of {','.join(FAMILIES)}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    for seed in range(1, args.seeds + 1):  # seed-major: an early stop still has every family
+    if args.threads:  # on a loaded machine one thread per process wastes no time spinning
+        torch.set_num_threads(args.threads)
+    for seed in range(args.first_seed, args.first_seed + args.seeds):  # seed-major: a stop keeps every family
         for family in families:
             line = run(family, seed, args)
             with out.open("a") as f:

@@ -138,6 +138,10 @@ SUITE = {
     "cells-family-k2-rf3": FAMILIES["cells-family-k2-rf3"],
 }
 FAMILIES["suite"] = [s for family in SUITE.values() for s in family]
+# the same without the strategies the first two truths had already ruled out (random, multivariate TPE alone, the
+# cell screens at one seed past 43 trials): what the loaded machine of 2026-11-25 left time for on the others
+CORE = ("grid", "tpe-k1", "cells-k1", "cells-family-k1", "cells-k2", "cells-k2-rf3", "cells-family-k2-rf3")
+FAMILIES["suite-core"] = [s for name in CORE for s in SUITE[name]]
 
 
 def chosen(names: str) -> list[Strategy]:
