@@ -63,7 +63,7 @@ def add_search_space(p: ArgumentParser) -> None:
         "--search",
         default=SearchConfig.search,
         choices=SEARCHES,
-        help="strategy (docs/search-strategies.md); default: every cell first, stratified ASHA, multivariate TPE",
+        help="strategy (docs/search-strategies.md); default: every cell first, then multivariate TPE, with ASHA",
     )
     p.add_argument("--model", help="encoder: AutoModel name or local path (default: the preset's)")
     p.add_argument("--epochs", type=int, help="epochs per trial (ASHA's max_t)")
