@@ -44,15 +44,18 @@ def machine() -> str:
 def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: int, best: float) -> dict[str, Any]:
     """One study of ``strategy`` on truth seed ``i``: its JSON line."""
     from search.simulation.scoring import regret, within
-    from search.simulation.selection import selections
+    from search.simulation.selection import final_verdict, selections
     from search.simulation.study import simulate
+    from trainables.config import TrainConfig
 
     started = time.perf_counter()
     cfg = strategy.config(truth_path, i, slots)
-    study = simulate(cfg, replace(truth, seed=i), strategy.scheduler, strategy.seed_count, strategy.multivariate)
+    seeded = replace(truth, seed=i)
+    study = simulate(cfg, seeded, strategy.scheduler, strategy.seed_count, strategy.multivariate)
     picks = selections(study, truth)
     last = picks[-1]
     r = float(regret(best, [last.true])[0])
+    chosen = TrainConfig.from_dict(next(t for t in study.trials if t.trial_id == last.trial_id).config["train"])
     return {
         "strategy": strategy.name,
         "family": strategy.group,
@@ -69,11 +72,14 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
         "seed_epochs": study.seed_epochs,
         "trial_epochs": study.trial_epochs,
         "selected": last.label,
+        "selected_schema": chosen.sampling.schema if len(chosen.tasks) > 1 else "single-task",
+        "selected_lr": chosen.lr,
         "selected_dev": float(last.dev),
         "selected_true": last.true,
         "true_best": best,
         "regret": r,
         **{f"within_{e * 100:g}pp": bool(within([r], e)[0]) for e in EPSILONS},
+        "verdict": final_verdict(study, seeded),  # finalize's, on 5 fresh seeds
         "curve": [[p.spent, round(p.true, 6)] for p in picks],
         "seconds": round(time.perf_counter() - started, 3),
     }
@@ -84,6 +90,7 @@ def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, 
     from search.simulation.scoring import mean_se, proportion_se
 
     out = []
+    grid = {line["study"]: line for line in lines if line["family"] == "grid K=1"}  # the thesis grid
     for name in dict.fromkeys(line["strategy"] for line in lines):
         mine = [line for line in lines if line["strategy"] == name]
         compute = np.array([line["seed_epochs"] for line in mine], dtype=float)
@@ -98,21 +105,38 @@ def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, 
         for e in EPSILONS:
             key = f"within_{e * 100:g}pp"
             row[key], row[key + "_se"] = proportion_se([line[key] for line in mine])
+        row["anneal"], row["anneal_se"] = proportion_se([line.get("selected_schema") == "anneal" for line in mine])
+        row["better"], row["better_se"] = proportion_se([line.get("verdict", "").startswith("better") for line in mine])
+        row["paired_pp"], row["paired_se_pp"] = paired(mine, grid)
         out.append(row)
     return out
 
 
+def paired(mine: list[dict[str, Any]], grid: dict[int, dict[str, Any]]) -> tuple[float, float]:
+    """Regret minus the grid's on the same studies (same truth and Optuna seeds), pp, mean ± SE."""
+    from search.simulation.scoring import mean_se
+
+    shared = [line for line in mine if line["study"] in grid]
+    if not shared:
+        return math.nan, math.nan
+    return tuple(100 * v for v in mean_se([line["regret"] - grid[line["study"]]["regret"] for line in shared]))
+
+
 HEAD = ("strategy", "studies", "seed-epochs (sd)", "of grid", "trial-epochs", "P(≤0.5 pp) ± SE", "P(≤1 pp) ± SE")
+HEAD += ("regret pp ± SE", "vs grid, paired pp ± SE", "P(anneal) ± SE", 'P("better") ± SE')
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The summary as Markdown (benchmarks/README.md's table)."""
-    lines = ["| " + " | ".join(HEAD + ("regret pp ± SE",)) + " |", "|---" * (len(HEAD) + 1) + "|"]
+    lines = ["| " + " | ".join(HEAD) + " |", "|---" * len(HEAD) + "|"]
     for r in rows:
         cells = [r["strategy"], r["studies"], f"{r['seed_epochs']:.0f} ({r['seed_epochs_sd']:.0f})"]
         cells += [f"{r['of_grid']:.0%}", f"{r['trial_epochs']:.0f}"]
         cells += [f"{r[k]:.2f} ± {r[k + '_se']:.2f}" for k in ("within_0.5pp", "within_1pp")]
         cells.append(f"{r['regret_pp']:.2f} ± {r['regret_se_pp']:.2f}")
+        cells.append("–" if math.isnan(r["paired_pp"]) else f"{r['paired_pp']:+.2f} ± {r['paired_se_pp']:.2f}")
+        cells.append(f"{r['anneal']:.2f} ± {r['anneal_se']:.2f}")
+        cells.append(f"{r['better']:.3f} ± {r['better_se']:.3f}")
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines)
 
@@ -183,6 +207,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--slots", type=int, default=4, help="trials running at once in each study")
     p.add_argument("--out", type=Path, default=HERE / "search_quality.jsonl")
     p.add_argument("--plot", default=str(HERE / "search_quality.png"), help="the figure ('' for none)")
+    p.add_argument("--table", action="store_true", help="only print the table of the lines already in --out")
     return p
 
 
@@ -222,6 +247,9 @@ def main() -> int:
     strategies = chosen(args.strategies)
     quiet()
     path, truth, best, grid_compute = setting(args.truth, args.slots)
+    if args.table:
+        print(table(summary([json.loads(line) for line in args.out.read_text().splitlines()], grid_compute)))
+        return 0
     where = f"{best.config.tasks}, {best.config.sampling.schema}, lr {best.config.lr:.3g}"
     print(f"{machine()}; truth {truth.name}: true best {best.score:.4f} ({where})", flush=True)
     lines: list[dict[str, Any]] = []

@@ -15,13 +15,15 @@ from typing import Any
 
 import pandas as pd
 
-from search.answer.contenders import choose, objective_metric_of
+from search.answer.comparison import Contender, compare
+from search.answer.contenders import choose, collect, final_seeds, objective_metric_of
 from search.simulation.study import SimulatedStudy
 from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.tracking.outcome import COMPLETED, outcome_of
-from search.tracking.records import TrialParams
+from search.tracking.records import TrialParams, objective_seed_key
 from trainables.config import ConfigError, TrainConfig
+from trainables.results import seed_key
 
 
 def trial_row(trial: SimTrial, objective: str, max_epochs: int) -> dict[str, Any]:
@@ -86,3 +88,33 @@ def selections(study: SimulatedStudy, truth: Truth) -> list[Pick]:
             Pick(event.spent, event.time, row.trial_id, row.label, row.objective, truth.true_score(config, metric))
         )
     return picks
+
+
+def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
+    """What ``search.finalize`` would say: the two sides ``choose`` picks, each scored by the truth on
+    ``k`` seeds the search never trained (the simulated trainable's scores), through finalize's own
+    ``collect`` and ``compare``; the headline verdict, or ``no comparison`` where a side has no
+    completed trial."""
+    metric = objective_metric_of(study.plan.objective, truth.primary) or ""
+    epochs = study.plan.base.epochs
+    by_id = {t.trial_id: t for t in study.trials}
+    table = pd.DataFrame([trial_row(t, study.plan.objective, epochs) for t in study.trials])
+    try:
+        sides = choose(table, study.mode)
+    except ConfigError:
+        return "no comparison"
+    seeds = final_seeds(study.cfg.seed_list(), k)
+    contenders = []
+    for role, row in zip(("winner", "opponent"), sides):
+        trial = by_id[row.trial_id]
+        config = TrainConfig.from_dict(trial.config["train"]).with_(evaluate_test=True)
+        scores = {}
+        for s in seeds:
+            m = truth.epoch_metrics(config, str(trial.config.get("key", "")), s, epochs)
+            scores[objective_seed_key(s)] = m[f"{truth.primary}/dev/{metric}"]
+            scores[seed_key(f"{truth.primary}/test/{metric}", s)] = m[f"{truth.primary}/test/{metric}"]
+        contender = Contender(role, row, config)
+        collect(contender, [pd.Series(scores)], truth.primary, seeds)
+        contenders.append(contender)
+    _, headline = compare(contenders[0], contenders[1], [metric], seeds, study.mode, metric)
+    return str(headline["verdict"])

@@ -24,7 +24,7 @@ STUDY, PRESET = "absa", "full"
 class Strategy:
     family: str
     search: str  # search.study.config.SEARCHES
-    seeds: int  # K: seeds every trial trains
+    seeds: int  # K: seeds every trial trains (0: the preset's)
     trials: int | None = None  # None: the grid's size (--search grid)
     grace_period: int | None = None  # None: the preset's
     reduction_factor: int | None = None
@@ -60,7 +60,7 @@ class Strategy:
             preset=PRESET,
             simulate=truth,
             search=self.search,
-            seeds=self.seeds,
+            seeds=self.seeds or None,  # 0: the preset's
             trials=self.trials,
             grace_period=self.grace_period,
             reduction_factor=self.reduction_factor,
@@ -104,7 +104,44 @@ FAMILIES: dict[str, list[Strategy]] = {
         Strategy("tpe-asha", "tpe", 3, n, reduction_factor=3, first_rung_seeds=1) for n in (11, 17, 27, 41, 61, 88)
     ],
 }
+# issue 28: the search strategies of search.study.strategy, at one seed (the grid's) and at 2 and 3
+FAMILIES.update(
+    {
+        "tpe-mv-cl-k1": budgets("tpe-mv", "tpe-mv", 1, (16, 24, 40, 64, 100)),
+        "family-k1": budgets("family", "family", 1, (16, 24, 40, 64, 100)),
+        "cells-k1": budgets("cells", "cells", 1, (43, 64, 100)),
+        "cells-family-k1": budgets("cells-family", "cells-family", 1, (43, 64, 100)),
+        "cells-family-k1-rf4": budgets("cells-family", "cells-family", 1, (43, 64, 100), reduction_factor=4),
+        "cells-family-k2": budgets("cells-family", "cells-family", 2, (43, 64, 100)),
+        "cells-family-k3": budgets("cells-family", "cells-family", 3, (43, 64)),
+        "cells-k2": budgets("cells", "cells", 2, (43, 64, 100)),
+        "cells-k2-rf3": budgets("cells", "cells", 2, (43,), reduction_factor=3),
+        "cells-family-k2-rf3": budgets("cells-family", "cells-family", 2, (43,), reduction_factor=3),
+        # what `python -m search.run absa --preset full` runs with no other flag: the default --search at
+        # the preset's seeds and trials
+        "default": [Strategy("default", SearchConfig.search, 0)],
+    }
+)
 DEFAULT = ("grid", "grid-asha", "tpe-k1", "tpe-k3", "random-k1", "random-k3")
+# the suite of issue 28 (benchmarks/README.md): today's TPE + ASHA, random and multivariate TPE at <= 30% of the
+# grid's compute and near it, against the cell screens at 1 and 2 seeds (2 seeds at reduction 3: about the grid's)
+SUITE = {
+    "grid": GRID,
+    "tpe-k1": budgets("tpe-asha", "tpe", 1, (16, 64)),
+    "random-k1": budgets("random-asha", "random", 1, (16,)),
+    "tpe-mv-cl-k1": budgets("tpe-mv", "tpe-mv", 1, (16, 64)),
+    "cells-k1": budgets("cells", "cells", 1, (43,)),
+    "cells-family-k1": budgets("cells-family", "cells-family", 1, (43, 64)),
+    "cells-k2": budgets("cells", "cells", 2, (43,)),
+    "cells-family-k2": budgets("cells-family", "cells-family", 2, (43,)),
+    "cells-k2-rf3": FAMILIES["cells-k2-rf3"],
+    "cells-family-k2-rf3": FAMILIES["cells-family-k2-rf3"],
+}
+FAMILIES["suite"] = [s for family in SUITE.values() for s in family]
+# the same without the strategies the first two truths had already ruled out (random, multivariate TPE alone, the
+# cell screens at one seed past 43 trials): what the loaded machine of 2026-11-25 left time for on the others
+CORE = ("grid", "tpe-k1", "cells-k1", "cells-family-k1", "cells-k2", "cells-k2-rf3", "cells-family-k2-rf3")
+FAMILIES["suite-core"] = [s for name in CORE for s in SUITE[name]]
 
 
 def chosen(names: str) -> list[Strategy]:

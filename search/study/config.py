@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from search.study.strategy import STRATEGIES
 from search.tracking.records import Invocation
 from spaces import Preset, Range, Study, get_study
 from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks.base import PROTOCOLS
 
-SEARCHES = ("tpe", "grid", "random")
+SEARCHES = tuple(STRATEGIES)  # search.study.strategy: what each --search does
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class SearchConfig:
     resume: bool = False
     name: str | None = None
     address: str | None = None
-    search: str = "tpe"
+    search: str = "cells"  # search.study.strategy; measured against the rest in docs/search-strategies.md
     model: str | None = None
     epochs: int | None = None
     grace_period: int | None = None

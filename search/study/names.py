@@ -52,7 +52,7 @@ def check_new_name(name: str, storage: str, optuna_storage: str) -> None:
 def warn_ignored_on_resume(cfg: SearchConfig) -> None:
     """The flags given with ``--resume`` that it ignores: it continues the study as it was started."""
     fixed = {  # --trials adds trials up to its number (search.study.extend)
-        "--search": cfg.search if cfg.search != "tpe" else None,
+        "--search": cfg.search if cfg.search != SearchConfig.search else None,
         "--epochs": cfg.epochs,
         "--model": cfg.model,
         "--seeds": cfg.seeds,

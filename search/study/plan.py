@@ -22,6 +22,7 @@ from search.study.config import (
 )
 from search.study.kind import TrialKind
 from search.study.names import resume_command
+from search.study.strategy import strategy_of
 from search.tracking.records import Invocation
 from spaces import Preset, Study, baseline_choices, thesis_grid
 from trainables.cli import mask_credentials
@@ -162,7 +163,8 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
     schedule = None if first is None else SeedSchedule(len(seeds), first, rungs_epochs(rungs), rungs.reduction_factor)
-    points = tuple(thesis_grid(study, base) if cfg.search == "grid" else [baseline_choices(study, base)])
+    strategy = strategy_of(cfg.search)
+    points = tuple(thesis_grid(study, base) if strategy.first == "cells" else [baseline_choices(study, base)])
     gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)
     resources = Resources(
         cfg.cpus_per_trial,
@@ -175,7 +177,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     resuming = started is not None
     if started is None:
         name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"
-        trials = len(points) if cfg.search == "grid" else (cfg.trials or preset.trials)
+        trials = len(points) if strategy.only_first else (cfg.trials or preset.trials)
         record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation

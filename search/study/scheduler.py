@@ -22,6 +22,7 @@ baseline's) is its mean over the schedule's first seeds, the seeds every trial a
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
@@ -108,3 +109,37 @@ class ContenderKeepingASHA(ASHAScheduler):
 
 # the name studies saved before 2026-11-25 pickled (Tuner.restore unpickles it by name)
 BaselineKeepingASHA = ContenderKeepingASHA
+
+
+def family_of(config: dict[str, Any]) -> str:
+    """A trial's schema family: its schema for a multitask config, ``single-task`` otherwise (and for a
+    config whose tasks are not known)."""
+    train = flat(config).get("train", {})
+    if side_of(config) != MULTITASK:
+        return SINGLE_TASK
+    return str(train.get("sampling.schema", "prop"))
+
+
+class FamilyASHA(ContenderKeepingASHA):
+    """ASHA whose rungs compare a trial only with trials of its own schema family (stratified rungs).
+
+    Schemas that change what is trained when (anneal, round robin) start slower than the static
+    ones, so at an early rung stock ASHA stops them for a deficit they would have made up
+    (benchmarks/README.md, "learning curves"; docs/search-strategies.md). Here each family has
+    its own bracket, a copy of ASHA's own made before any result: within a family the cutoff is
+    ASHA's (the top 1/reduction_factor go on), and the first trial of a family at a rung always
+    goes on. The baseline and each side's leader are kept as in :class:`ContenderKeepingASHA`.
+    Reads ASHA's private ``_brackets`` and ``_trial_info`` (Ray 2.60: no public per-trial bracket).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.template = copy.deepcopy(self._brackets[0])
+        self.families: dict[str, Any] = {}
+
+    def on_trial_add(self, tune_controller, trial) -> None:
+        super().on_trial_add(tune_controller, trial)  # checks metric and mode
+        family = family_of(trial.config)
+        if family not in self.families:
+            self.families[family] = copy.deepcopy(self.template)
+        self._trial_info[trial.trial_id] = self.families[family]

@@ -22,8 +22,9 @@ from search.study.names import check_new_name
 from search.study.plan import StudyPlan
 from search.study.prepare import ready
 from search.study.progress import StudyStatus, TrialLines, Work
-from search.study.scheduler import ContenderKeepingASHA
+from search.study.scheduler import ContenderKeepingASHA, FamilyASHA
 from search.study.searcher import CanonicalOptunaSearch
+from search.study.strategy import strategy_of
 from search.tracking import records as rec
 from search.tracking.records import Invocation
 from search.tracking.runs import start_parent_run
@@ -168,12 +169,15 @@ def say_baseline_moves(plan: StudyPlan) -> None:
 
 
 def sampler_of(plan: StudyPlan, multivariate: bool = False) -> optuna.samplers.BaseSampler:
-    """The study's Optuna sampler, seeded: random (``--search random``) or TPE. ``multivariate``: TPE
+    """The study's Optuna sampler, seeded, as its strategy says (search.study.strategy). ``multivariate``: TPE
     over the joint density of each group of parameters sampled together (``group``: the space is
     conditional); measured in the simulator only (benchmarks/README.md, search_quality), not offered
     by ``search.run``."""
-    if plan.search == "random":
+    sampler = strategy_of(plan.search).sampler
+    if sampler == "random":
         return optuna.samplers.RandomSampler(seed=plan.search_seed)
+    if sampler == "tpe-mv":  # one joint density per group; running trials' points count as bad (issue 28)
+        return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=True)
     if multivariate:
         return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True)
     return optuna.samplers.TPESampler(seed=plan.search_seed)
@@ -212,7 +216,8 @@ def work_of(plan: StudyPlan) -> Work:
 def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
     """ASHA over epochs that keeps the baseline and each side's leader; the plan's rungs; with
     ``--first-rung-seeds``, paired on the seeds each rung's trials have."""
-    return ContenderKeepingASHA(
+    scheduler = FamilyASHA if strategy_of(plan.search).rungs == "family" else ContenderKeepingASHA
+    return scheduler(
         time_attr="training_iteration",
         max_t=plan.rungs.max_t,
         grace_period=plan.rungs.grace_period,

@@ -38,3 +38,34 @@ def test_bad_input_is_one_line():
         r = search_quality(*args, timeout=120)
         assert r.returncode == 2 and r.stderr.strip().startswith(expected), r.stderr
         assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_any_truth_file_and_the_default_strategy_paired_against_the_grid(tmp_path):
+    """``--truth FILE``, ``--strategies default,grid``: the default is search.run's --search; each line has the
+    selected schema and finalize's verdict; the table pairs every strategy with the grid's studies."""
+    from search.simulation.truth import resolve_truth
+    from search.study.config import SearchConfig
+
+    truth = tmp_path / "mine.toml"
+    truth.write_text(open(resolve_truth("late_bloomer")).read().replace('name = "late_bloomer"', 'name = "mine"'))
+    out = tmp_path / "q.jsonl"
+    args = ["--studies", "2", "--truth", str(truth), "--strategies", "grid,default", "--out", str(out), "--plot", ""]
+    r = search_quality(*args, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert {line["truth"] for line in lines} == {"mine"} and len(lines) == 4
+    default = [line for line in lines if line["family"].startswith("default")]
+    assert {line["search"] for line in default} == {SearchConfig.search} and len(default) == 2
+    assert all({"selected_schema", "verdict", "regret", "within_1pp", "seed_epochs"} <= set(line) for line in lines)
+    assert "vs grid, paired pp ± SE" in r.stdout and "| grid K=1 grace=4 | 2 | 172 (0) | 100% |" in r.stdout
+
+
+def test_the_learning_curve_summary_is_each_familys_deficit_below_its_last_epoch(tmp_path):
+    from benchmarks.learning_curves import summary
+
+    path = tmp_path / "c.jsonl"
+    rows = [("single", [0.6, 0.7, 0.72]), ("single", [0.62, 0.7, 0.74]), ("anneal", [0.5, 0.6, 0.7])]
+    path.write_text("".join(json.dumps({"family": f, "seed": i, "curve": c}) + "\n" for i, (f, c) in enumerate(rows)))
+    table = summary(path).splitlines()
+    assert table[2].startswith("| single | 2 | +12.0 ± 0.0 | +3.0 ± 1.4 | 73.0 ± 1.4 |")
+    assert table[3].startswith("| anneal | 1 | +20.0 ± nan | +10.0 ± nan | 70.0 ± nan |")

@@ -1,6 +1,6 @@
 """A known truth for simulated studies: what any canonical config scores, per seed, split and epoch.
 
-The model of one reported score of a config (README, "Simulated studies"):
+The model of one reported score of a config (docs/truth-files.md):
 
     score(config, seed, split, epoch, metric) = base[metric] + effect(config)
         + luck(config, seed) + shared(seed) - deficit(config, epoch) + noise(config, seed, split, epoch, metric)
@@ -28,41 +28,25 @@ from typing import Any
 
 import numpy as np
 
+from search.simulation.truth.terms import (
+    Bonus,
+    Collapse,
+    Curve,
+    LearningCurve,
+    auxiliary_of,
+    exponent_of,
+    task_name,
+)
 from trainables.config import ConfigError, TrainConfig
 from trainables.results import aggregate, seed_values_kept
 from trainables.sampling import make_sampler
-from trainables.tasks import declared_name
 
-STATIC_EXPONENTS = {"random": 0.0, "sqrt": 0.5, "prop": 1.0, "square": 2.0}  # p ∝ w**a, a fixed
 # the adaptive strategies (issue 19) a truth can give a gain, each where it acts in a canonical config
 STRATEGIES = ("bandit", "all_tasks", "uncertainty", "pcgrad", "unfreeze")
 
 
 class TruthError(ConfigError):
     """A bad truth file: ``str()`` names the file, the key and what was expected."""
-
-
-@dataclass(frozen=True)
-class Curve:
-    """A quadratic penalty ``depth * (x - peak)**2`` (0 at the peak)."""
-
-    peak: float = 0.0
-    depth: float = 0.0
-
-    def penalty(self, x: float) -> float:
-        return self.depth * (x - self.peak) ** 2
-
-
-@dataclass(frozen=True)
-class Bonus:
-    """A gain for configs with exactly these auxiliary tasks (and, if given, one of these schemas)."""
-
-    auxiliary: tuple[str, ...]
-    gain: float
-    schemas: tuple[str, ...] = ()
-
-    def applies(self, auxiliary: frozenset[str], schema: str) -> bool:
-        return auxiliary == frozenset(self.auxiliary) and (not self.schemas or schema in self.schemas)
 
 
 @dataclass(frozen=True)
@@ -106,6 +90,8 @@ class Truth:
     lr: Curve = Curve(math.log10(3e-5), 0.0)  # over log10(lr): depth per decade squared
     warmup: Curve = Curve(0.1, 0.0)
     bonus: tuple[Bonus, ...] = ()
+    curves: tuple[LearningCurve, ...] = ()  # the first that matches a config is its learning curve
+    collapse: tuple[Collapse, ...] = ()
     strategy: Mapping[str, float] = field(default_factory=dict)  # STRATEGIES -> gain where it acts
     layer_decay: Curve = Curve(1.0, 0.0)  # over the layer-wise lr decay factor (1: off)
     learning: Learning = Learning()
@@ -117,21 +103,19 @@ class Truth:
         """The config's true gain on every primary metric over ``base`` (infinite seeds, every epoch)."""
         value = -self.lr.penalty(math.log10(config.lr)) - self.warmup.penalty(config.warmup)
         value += self.single_task_strategies(config)
-        auxiliary = frozenset(task_name(t) for t in config.tasks if t != config.primary)
-        if not auxiliary:
+        if not auxiliary_of(config):
             return value
         schema = config.sampling.schema
-        value += sum(self.auxiliary.get(t, 0.0) for t in auxiliary) + self.multitask_strategies(config)
-        if config.optim.step_mode == "all" or schema == "bandit":
-            pass  # every task in each step, or an adaptive distribution: no static schema's curve
-        elif schema == "sequential":
+        value += sum(self.auxiliary.get(t, 0.0) for t in auxiliary_of(config)) + self.multitask_strategies(config)
+        exponent = exponent_of(config)
+        if exponent is not None:
+            value -= self.exponent.penalty(exponent)
+        elif schema == "sequential" and config.optim.step_mode != "all":
             value += self.sequential
-        elif schema == "anneal":
+        elif schema == "anneal" and config.optim.step_mode != "all":
             value += self.anneal - self.anneal_c.penalty(config.sampling.anneal_c)
-        else:
-            a = float(config.sampling.exponent) if schema == "power" else STATIC_EXPONENTS[schema]
-            value -= self.exponent.penalty(a)
-        return value + sum(b.gain for b in self.bonus if b.applies(auxiliary, schema))
+        # else every task in each step, or an adaptive distribution: no static schema's curve
+        return value + sum(b.gain for b in self.bonus if b.applies(config))
 
     def single_task_strategies(self, config: TrainConfig) -> float:
         """Gains of what acts on any config: layer-wise lr decay, gradual unfreezing."""
@@ -150,15 +134,31 @@ class Truth:
         return sum(self.strategy.get(name, 0.0) for name, acts in on.items() if acts)
 
     def true_score(self, config: TrainConfig, metric: str, split: str = "dev") -> float:
-        """The primary's true ``metric`` of ``config``: what infinitely many seeds would average."""
+        """The primary's true ``metric`` of ``config``: what infinitely many seeds would average,
+        collapsed seeds included (they score the majority's)."""
         offset = self.noise.test_offset if split == "test" else 0.0
-        return self.tasks[self.primary][metric] + self.effect(config) + offset
+        trained = self.tasks[self.primary][metric] + self.effect(config) + offset
+        p = self.collapse_chance(config)
+        return trained if not p else (1 - p) * trained + p * self.majority[metric]
 
     def deficit(self, config: TrainConfig, epoch: int) -> float:
-        """The learning curve: how far below its final score a config is after ``epoch`` (1-based)."""
+        """The learning curve: how far below its final score a config is after ``epoch`` (1-based):
+        the first ``[[curve]]`` that matches it, else the shared ``[learning]`` gap falling linearly."""
+        for curve in self.curves:
+            if curve.match.applies(config):
+                return curve.at(epoch, config.epochs)
         share = (config.epochs - epoch) / (config.epochs - 1) if config.epochs > 1 else 0.0
         multitask = len(config.tasks) > 1
         return share * (self.learning.gap + (self.learning.multitask_gap if multitask else 0.0))
+
+    def collapse_chance(self, config: TrainConfig) -> float:
+        """The chance that one seed of ``config`` collapses: the largest of the ``[[collapse]]`` tables'."""
+        return max((c.chance(config) for c in self.collapse), default=0.0)
+
+    def collapsed(self, config: TrainConfig, key: str, seed: int) -> bool:
+        """Whether seed ``seed`` of config ``key`` collapsed (the same draw at every epoch and split)."""
+        p = self.collapse_chance(config)
+        return bool(p) and uniform(self.seed, "collapse", key, seed) < p
 
     def luck(self, key: str, seed: int) -> float:
         """Seed ``seed``'s effect on config ``key``: its own part and the part every config shares."""
@@ -200,6 +200,8 @@ class Truth:
             - self.deficit(config, epoch)
             + draw(self.noise.eval_sd, self.seed, key, seed, epoch, split, task, metric)
         )
+        if task == self.primary and metric in self.majority and self.collapsed(config, key, seed):
+            return self.majority[metric]
         if task == self.primary:
             value += self.effect(config) + self.luck(key, seed) + (self.noise.test_offset if split == "test" else 0.0)
         return min(1.0, max(0.0, value))
@@ -223,14 +225,15 @@ class Truth:
         return out
 
 
-def task_name(spec: str) -> str:
-    """``semeval:NLI_M`` -> ``semeval``: a truth names tasks as their metric keys do."""
-    return declared_name(spec)
-
-
 def draw(sd: float, *coordinates: Any) -> float:
     """A normal draw with standard deviation ``sd``, fixed by its coordinates (the same every time)."""
     if not sd:
         return 0.0
     digest = hashlib.blake2b("\x1f".join(map(str, coordinates)).encode(), digest_size=8).digest()
     return sd * float(np.random.default_rng(int.from_bytes(digest, "little")).standard_normal())
+
+
+def uniform(*coordinates: Any) -> float:
+    """A uniform draw in [0, 1), fixed by its coordinates."""
+    digest = hashlib.blake2b("\x1f".join(map(str, coordinates)).encode(), digest_size=8).digest()
+    return float(np.random.default_rng(int.from_bytes(digest, "little")).random())

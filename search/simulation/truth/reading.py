@@ -1,6 +1,6 @@
 """A truth file's TOML, checked key by key into a :class:`~search.simulation.truth.model.Truth`.
 
-Layout (every table optional except ``[tasks.<primary>]``; README, "Simulated studies")::
+Layout (every table optional except ``[tasks.<primary>]``; docs/truth-files.md, every key)::
 
     name = "null"              primary = "semeval"          seed = 0
     [noise]      seed_sd, shared_seed_sd, eval_sd, test_offset
@@ -8,7 +8,10 @@ Layout (every table optional except ``[tasks.<primary>]``; README, "Simulated st
     [schema]     sequential = gain, anneal = gain
     [exponent]   peak, depth       [anneal_c] peak, depth
     [lr]         peak, depth       [warmup]   peak, depth
-    [[bonus]]    auxiliary = [...], schemas = [...], gain
+    [[bonus]]    gain, and any of: auxiliary = [...], contains = [...], schemas = [...],
+                 exponent = [low, high], anneal_c = [low, high]
+    [[curve]]    deficit = [d1, ..., d(E-1)], and any of bonus's matching keys, or single_task = true
+    [[collapse]] lr_above, probability
     [strategy]   bandit, all_tasks, uncertainty, pcgrad, unfreeze = gain where it acts
     [layer_decay] peak, depth
     [learning]   gap, multitask_gap, loss_start, loss_end
@@ -25,11 +28,13 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from search.simulation.truth.model import STRATEGIES, Bonus, Curve, Learning, Noise, Timing, Truth, TruthError
+from search.simulation.truth.model import STRATEGIES, Learning, Noise, Timing, Truth, TruthError
+from search.simulation.truth.terms import Bonus, Collapse, Curve, LearningCurve, Match
 from trainables.sampling import SAMPLERS
 
 TOP = ("name", "primary", "seed", "noise", "auxiliary", "schema", "exponent", "anneal_c", "lr", "warmup")
-TOP += ("bonus", "strategy", "layer_decay", "learning", "time", "tasks", "majority")
+TOP += ("bonus", "strategy", "layer_decay", "learning", "time", "tasks", "majority", "curve", "collapse")
+MATCH = ("auxiliary", "contains", "schemas", "exponent", "anneal_c")  # what [[bonus]] and [[curve]] match on
 NONNEGATIVE = {"seed_sd", "shared_seed_sd", "eval_sd", "depth", "seconds_per_epoch", "scale", "gap", "multitask_gap"}
 
 
@@ -71,19 +76,98 @@ def curve(raw: dict[str, Any], key: str, path: str, default: Curve, log: bool = 
     return Curve(default.peak if peak is None else peak, values.get("depth", default.depth))
 
 
+def names(entry: dict[str, Any], key: str, where: str, path: str, allowed: Any = None) -> tuple[str, ...]:
+    """``entry[key]``: a non-empty list of names (of ``allowed``, where given); () if absent."""
+    if key not in entry:
+        return ()
+    value = entry[key]
+    if not (isinstance(value, list) and value and all(isinstance(t, str) for t in value)):
+        raise TruthError(f"{path}: {where}.{key}: expected a non-empty list of names, not {value!r}")
+    if allowed is not None and any(v not in allowed for v in value):
+        raise TruthError(f"{path}: {where}.{key} = {value!r}: expected a list of {', '.join(allowed)}")
+    return tuple(value)
+
+
+def interval(entry: dict[str, Any], key: str, where: str, path: str) -> tuple[float, float] | None:
+    if key not in entry:
+        return None
+    value = entry[key]
+    if not (isinstance(value, list) and len(value) == 2):
+        raise TruthError(f"{path}: {where}.{key} = {value!r}: expected [low, high]")
+    low, high = (number(v, f"{where}.{key}", path) for v in value)
+    if low > high:
+        raise TruthError(f"{path}: {where}.{key} = {value!r}: expected low <= high")
+    return low, high
+
+
+def match_of(entry: Any, where: str, path: str, own: tuple[str, ...], usage: str) -> Match:
+    """The matching keys of one ``[[bonus]]`` or ``[[curve]]`` table (``own``: its other keys)."""
+    if not isinstance(entry, dict) or set(entry) - {*MATCH, *own}:
+        extra = sorted(set(entry) - {*MATCH, *own}) if isinstance(entry, dict) else []
+        raise TruthError(f"{path}: {where}{'.' + extra[0] if extra else ''}: unknown key; expected {usage}")
+    single = entry.get("single_task", False)
+    if not isinstance(single, bool):
+        raise TruthError(f"{path}: {where}.single_task = {single!r}: expected true or false")
+    if single and set(entry) & set(MATCH):
+        raise TruthError(f"{path}: {where}.single_task: expected no {', '.join(MATCH)} beside it")
+    return Match(
+        auxiliary=names(entry, "auxiliary", where, path),
+        contains=names(entry, "contains", where, path),
+        schemas=names(entry, "schemas", where, path, SAMPLERS),
+        exponent=interval(entry, "exponent", where, path),
+        anneal_c=interval(entry, "anneal_c", where, path),
+        single_task=single,
+    )
+
+
 def bonuses(raw: dict[str, Any], path: str) -> tuple[Bonus, ...]:
+    usage = "gain = number and any of " + ", ".join(MATCH)
     out = []
-    for i, entry in enumerate(raw.get("bonus", [])):
-        where = f"bonus[{i}]"
-        if not isinstance(entry, dict) or set(entry) - {"auxiliary", "schemas", "gain"} or "gain" not in entry:
-            raise TruthError(f"{path}: {where}: expected auxiliary = [tasks], gain = number, optional schemas = [...]")
-        auxiliary, schemas = entry.get("auxiliary", []), entry.get("schemas", [])
-        if not (isinstance(auxiliary, list) and auxiliary and all(isinstance(t, str) for t in auxiliary)):
-            raise TruthError(f"{path}: {where}.auxiliary: expected a non-empty list of task names")
-        if not isinstance(schemas, list) or any(s not in SAMPLERS for s in schemas):
-            raise TruthError(f"{path}: {where}.schemas = {schemas!r}: expected a list of {', '.join(SAMPLERS)}")
-        out.append(Bonus(tuple(auxiliary), number(entry["gain"], f"{where}.gain", path), tuple(schemas)))
+    for i, entry in enumerate(listed(raw, "bonus", path)):
+        match = match_of(entry, f"bonus[{i}]", path, ("gain",), usage)
+        if "gain" not in entry:
+            raise TruthError(f"{path}: bonus[{i}].gain: missing; expected {usage}")
+        out.append(Bonus(match, number(entry["gain"], f"bonus[{i}].gain", path)))
     return tuple(out)
+
+
+def curves(raw: dict[str, Any], path: str) -> tuple[LearningCurve, ...]:
+    usage = "deficit = [d1, ..., d(E-1)] and any of " + ", ".join(MATCH) + ", or single_task = true"
+    out = []
+    for i, entry in enumerate(listed(raw, "curve", path)):
+        where = f"curve[{i}]"
+        match = match_of(entry, where, path, ("deficit", "single_task"), usage)
+        deficit = entry.get("deficit")
+        if not (isinstance(deficit, list) and deficit):
+            raise TruthError(f"{path}: {where}.deficit = {deficit!r}: expected a non-empty list of numbers")
+        out.append(LearningCurve(match, tuple(number(d, f"{where}.deficit", path) for d in deficit)))
+    return tuple(out)
+
+
+def collapses(raw: dict[str, Any], path: str) -> tuple[Collapse, ...]:
+    out = []
+    for i, entry in enumerate(listed(raw, "collapse", path)):
+        where = f"collapse[{i}]"
+        if not isinstance(entry, dict) or set(entry) != {"lr_above", "probability"}:
+            raise TruthError(f"{path}: {where}: expected exactly lr_above = learning rate, probability = p")
+        lr, p = (
+            number(entry["lr_above"], f"{where}.lr_above", path),
+            number(entry["probability"], f"{where}.probability", path),
+        )
+        if lr <= 0:
+            raise TruthError(f"{path}: {where}.lr_above = {lr}: expected a positive learning rate")
+        if not 0 <= p <= 1:
+            raise TruthError(f"{path}: {where}.probability = {p}: expected in [0, 1]")
+        out.append(Collapse(lr, p))
+    return tuple(out)
+
+
+def listed(raw: dict[str, Any], key: str, path: str) -> list[Any]:
+    """``[[key]]`` tables: a list (of anything; each table is checked by its reader)."""
+    value = raw.get(key, [])
+    if not isinstance(value, list):
+        raise TruthError(f"{path}: {key}: expected [[{key}]] tables")
+    return value
 
 
 def tasks_of(raw: dict[str, Any], primary: str, path: str) -> dict[str, dict[str, float]]:
@@ -106,10 +190,14 @@ def truth_of(raw: dict[str, Any], path: str) -> Truth:
         raise TruthError(f"{path}: seed = {seed!r}: expected an integer")
     schema = table(raw, "schema", path, ("sequential", "anneal"))
     default = Truth("", primary, {})
+    tasks, majority, collapse = tasks_of(raw, primary, path), table(raw, "majority", path), collapses(raw, path)
+    missing = [m for m in tasks[primary] if m not in majority]
+    if collapse and missing:
+        raise TruthError(f"{path}: majority.{missing[0]}: expected with [[collapse]] (a collapsed seed scores it)")
     return Truth(
         name=str(raw.get("name", path)),
         primary=primary,
-        tasks=tasks_of(raw, primary, path),
+        tasks=tasks,
         path=path,
         seed=seed,
         noise=section(raw, "noise", Noise, path),
@@ -121,11 +209,13 @@ def truth_of(raw: dict[str, Any], path: str) -> Truth:
         lr=curve(raw, "lr", path, default.lr, log=True),
         warmup=curve(raw, "warmup", path, default.warmup),
         bonus=bonuses(raw, path),
+        curves=curves(raw, path),
+        collapse=collapse,
         strategy=table(raw, "strategy", path, STRATEGIES),
         layer_decay=curve(raw, "layer_decay", path, default.layer_decay),
         learning=section(raw, "learning", Learning, path),
         time=section(raw, "time", Timing, path),
-        majority=table(raw, "majority", path),
+        majority=majority,
     )
 
 

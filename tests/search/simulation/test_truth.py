@@ -168,3 +168,94 @@ def test_the_strategies_of_absa_plus_have_effects_only_where_they_act():
     alone = multitask.with_(tasks=(base.primary,))
     single = alone.with_(optim=dataclasses.replace(alone.optim, loss_weighting="uncertainty"))
     assert truth.effect(single) == truth.effect(alone)  # acts beside auxiliaries only
+
+
+def test_a_bonus_matches_sets_containing_tasks_exponent_and_anneal_c_ranges(tmp_path):
+    text = (
+        '[[bonus]]\ncontains = ["sst2", "pos"]\ngain = 0.01\n'
+        "[[bonus]]\nexponent = [0.5, 1.5]\ngain = 0.002\n"
+        '[[bonus]]\ncontains = ["sentihood"]\nexponent = [0.6, 3]\ngain = -0.02\n'
+        "[[bonus]]\nanneal_c = [0.5, 0.8]\ngain = 0.004\n"
+    )
+    truth = load_truth(truth_file(tmp_path, text))
+    assert truth.effect(config("sst2", "pos", schema="square")) == pytest.approx(0.01)
+    assert truth.effect(config("sst2", "pos", "sentihood", schema="sqrt")) == pytest.approx(0.012)  # 0.5 in range
+    assert truth.effect(config("sentihood", schema="power", exponent=0.7)) == pytest.approx(0.002 - 0.02)
+    assert truth.effect(config("sentihood", schema="random")) == 0.0  # exponent 0: no range holds
+    assert truth.effect(config("sst2", schema="sequential")) == 0.0  # no exponent at all
+    annealed = config("pos", schema="anneal").with_(sampling=SamplingConfig(schema="anneal", anneal_c=0.6))
+    assert truth.effect(annealed) == pytest.approx(0.004)
+    assert truth.effect(config("pos", schema="anneal")) == 0.0  # c 0.9 (the default) is outside
+    assert truth.effect(config()) == 0.0  # a bonus never applies to the single-task config
+
+
+def test_curves_give_each_family_its_own_deficit_interpolated_over_epochs(tmp_path):
+    text = (
+        '[[curve]]\nschemas = ["anneal"]\ndeficit = [0.03, 0.01, 0.0]\n'
+        "[[curve]]\nsingle_task = true\ndeficit = [0.02]\n"
+        "[learning]\ngap = 0.04\n"
+    )
+    truth = load_truth(truth_file(tmp_path, text))
+    annealed = config("sst2", schema="anneal", epochs=4)
+    assert [truth.deficit(annealed, e) for e in (1, 2, 3, 4)] == pytest.approx([0.03, 0.01, 0.0, 0.0])
+    assert truth.deficit(annealed.with_(epochs=2), 1) == pytest.approx(0.01)  # half way: the table's epoch 2
+    assert truth.deficit(annealed.with_(epochs=8), 1) == pytest.approx(0.03)  # before its first point
+    assert truth.deficit(annealed.with_(epochs=8), 3) == pytest.approx(0.02)  # between its epochs 1 and 2
+    assert [truth.deficit(config(epochs=4), e) for e in (1, 3, 4)] == pytest.approx([0.02, 0.01, 0.0])
+    assert truth.deficit(config("sst2", epochs=3), 1) == pytest.approx(0.04)  # no table: the [learning] gap
+
+
+def test_collapse_sends_some_seeds_to_the_majority_and_the_true_score_counts_them(tmp_path):
+    text = "[[collapse]]\nlr_above = 1e-4\nprobability = 0.25\n[noise]\nseed_sd = 0.0\neval_sd = 0.0\n"
+    text += "[majority]\nacc_4way = 0.5\n"
+    truth = load_truth(truth_file(tmp_path, text))
+    high, low = config(lr=2e-4), config(lr=5e-5)
+    assert truth.true_score(low, "acc_4way") == pytest.approx(0.8)
+    assert truth.true_score(high, "acc_4way") == pytest.approx(0.75 * 0.8 + 0.25 * 0.5)
+    finals = [truth.epoch_metrics(high, f"k{i}", s, 4)["semeval/dev/acc_4way"] for i in range(50) for s in (1, 2)]
+    assert set(np.round(finals, 6)) == {0.5, 0.8} and abs(np.mean(np.array(finals) == 0.5) - 0.25) < 0.1
+    a_seed = [truth.epoch_metrics(high, "k0", s, e)["semeval/dev/acc_4way"] for s in range(20) for e in (1, 4)]
+    assert all((a_seed[i] == 0.5) == (a_seed[i + 1] == 0.5) for i in range(0, 40, 2))  # every epoch or none
+    assert {truth.epoch_metrics(low, f"k{i}", 1, 4)["semeval/dev/acc_4way"] for i in range(50)} == {0.8}
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('[[bonus]]\ncontains = "sst2"\ngain = 0.1\n', "bonus[0].contains: expected a non-empty list of names"),
+        ("[[bonus]]\nexponent = [2, 1]\ngain = 0.1\n", "bonus[0].exponent = [2, 1]: expected low <= high"),
+        ("[[bonus]]\nanneal_c = 0.5\ngain = 0.1\n", "bonus[0].anneal_c = 0.5: expected [low, high]"),
+        ("[[bonus]]\ncontain = []\ngain = 0.1\n", "bonus[0].contain: unknown key"),
+        ('[[bonus]]\ncontains = ["sst2"]\n', "bonus[0].gain: missing"),
+        ("[[curve]]\ndeficit = []\n", "curve[0].deficit = []: expected a non-empty list of numbers"),
+        ('[[curve]]\ndeficit = ["a"]\n', "curve[0].deficit = 'a': expected a finite number"),
+        ('[[curve]]\nsingle_task = true\nschemas = ["prop"]\ndeficit = [0.1]\n', "curve[0].single_task: expected no"),
+        ("[[curve]]\nsingle_task = 1\ndeficit = [0.1]\n", "curve[0].single_task = 1: expected true or false"),
+        ("[[collapse]]\nlr_above = 1e-4\n", "collapse[0]: expected exactly lr_above"),
+        ("[[collapse]]\nlr_above = 1e-4\nprobability = 2\n[majority]\nacc_4way = 0.5\n", "probability = 2.0"),
+        ("[[collapse]]\nlr_above = 0\nprobability = 0.1\n", "collapse[0].lr_above = 0.0: expected a positive"),
+        ("[[collapse]]\nlr_above = 1e-4\nprobability = 0.1\n", "majority.acc_4way: expected with [[collapse]]"),
+        ("[curve]\ndeficit = [0.1]\n", "curve: expected [[curve]] tables"),
+    ],
+)
+def test_a_bad_new_key_is_refused_naming_the_file_and_key(tmp_path, text, expected):
+    with pytest.raises(TruthError, match="truth.toml") as info:
+        load_truth(truth_file(tmp_path, text))
+    assert expected in str(info.value) and "\n" not in str(info.value)
+
+
+def test_the_suite_models_what_its_comments_say():
+    """additive: marginal gains; late_bloomer: the best anneals and starts slower; divergence: high lr collapses."""
+    additive = load_truth(resolve_truth("additive"))
+    assert additive.effect(config("sst2", schema="square")) > 0 > additive.effect(config("sentihood", schema="square"))
+    late = load_truth(resolve_truth("late_bloomer"))
+    best = config("sst2", schema="anneal", epochs=4).with_(sampling=SamplingConfig(schema="anneal", anneal_c=0.8))
+    fast = config("sst2", "pos", schema="square", epochs=4)
+    assert late.true_score(best, "acc_4way") - late.true_score(fast, "acc_4way") == pytest.approx(0.01)
+    first = [late.true_score(c, "acc_4way") - late.deficit(c, 1) for c in (best, fast, config("pos", epochs=4))]
+    assert first == pytest.approx([0.825, 0.83, 0.82])  # after epoch 1: 0.5 pp above a null config (2 pp at the end)
+    other_anneal = config("pos", schema="anneal", epochs=4)
+    assert late.true_score(other_anneal, "acc_4way") - late.deficit(other_anneal, 1) == pytest.approx(0.805, abs=1e-3)
+    divergence = load_truth(resolve_truth("divergence"))
+    high, low = (divergence.true_score(config(lr=lr), "acc_4way") for lr in (6e-5, 3e-5))
+    assert high < low - 0.05

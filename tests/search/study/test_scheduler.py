@@ -173,3 +173,24 @@ def test_without_a_schedule_results_are_not_touched_and_old_pickles_load(tmp_pat
     old.__dict__.pop("schedule")  # a study saved before seed schedules
     loaded = pickle.loads(pickle.dumps(old))
     assert loaded.paired(seeded("base", ("semeval",), True), r) is r
+
+
+def schema_trial(name: str, schema: str) -> SimpleNamespace:
+    return SimpleNamespace(
+        trial_id=name, config={"train": {"tasks": ["semeval", "sst2"], "sampling.schema": schema}, "baseline": False}
+    )
+
+
+def test_family_rungs_compare_a_slow_schema_only_with_its_own_family():
+    from search.study.scheduler import FamilyASHA, family_of
+
+    fast = [schema_trial(f"square{i}", "square") for i in range(4)]
+    slow = [schema_trial(f"anneal{i}", "anneal") for i in range(2)]
+    results = [(t, 0.80 + 0.01 * i) for i, t in enumerate(fast)] + [(slow[0], 0.75), (slow[1], 0.70)]
+    stock, family = rung(new(ContenderKeepingASHA), results), rung(new(FamilyASHA), results)
+    assert stock["anneal0"] == STOP  # below every square trial at epoch 1
+    assert family["anneal0"] == CONTINUE  # the first of its family at this rung
+    assert family["anneal1"] == STOP  # below anneal0, its own family's bar
+    assert family["square1"] == CONTINUE and family["square0"] == CONTINUE  # the first two, leaders when they came
+    assert family_of(slow[0].config) == "anneal" and family_of({"baseline": True}) == SINGLE_TASK
+    assert pickle.loads(pickle.dumps(new(FamilyASHA))).families == {}  # Tune saves the scheduler by pickling it

@@ -1,0 +1,123 @@
+"""The terms of a truth that match configs: bonuses, learning curves, collapses (docs/truth-files.md).
+
+Each is a frozen table read from a truth file (``search.simulation.truth.reading``) with one question
+about a canonical :class:`TrainConfig`: does it apply, and what does it give. Pure functions of the
+config: no Ray, no torch, no data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from trainables.config import TrainConfig
+from trainables.tasks import declared_name
+
+STATIC_EXPONENTS = {"random": 0.0, "sqrt": 0.5, "prop": 1.0, "square": 2.0}  # p ∝ w**a, a fixed
+Interval = tuple[float, float]  # [low, high], both ends included
+
+
+def task_name(spec: str) -> str:
+    """``semeval:NLI_M`` -> ``semeval``: a truth names tasks as their metric keys do."""
+    return declared_name(spec)
+
+
+def auxiliary_of(config: TrainConfig) -> frozenset[str]:
+    return frozenset(task_name(t) for t in config.tasks if t != config.primary)
+
+
+def exponent_of(config: TrainConfig) -> float | None:
+    """The fixed exponent of a static schema (``power``'s own); None for any other distribution
+    (round robin, anneal, the bandit, one batch of every task per step)."""
+    schema = config.sampling.schema
+    if config.optim.step_mode == "all" or schema not in (*STATIC_EXPONENTS, "power"):
+        return None
+    return float(config.sampling.exponent) if schema == "power" else STATIC_EXPONENTS[schema]  # type: ignore[arg-type]
+
+
+def inside(value: float | None, interval: Interval | None) -> bool:
+    """True without an interval; else whether ``value`` is known and within it."""
+    return interval is None or (value is not None and interval[0] <= value <= interval[1])
+
+
+@dataclass(frozen=True)
+class Curve:
+    """A quadratic penalty ``depth * (x - peak)**2`` (0 at the peak)."""
+
+    peak: float = 0.0
+    depth: float = 0.0
+
+    def penalty(self, x: float) -> float:
+        return self.depth * (x - self.peak) ** 2
+
+
+@dataclass(frozen=True)
+class Match:
+    """Which multitask configs a table is about; every condition given must hold, and a table with
+    none matches every multitask config (``single_task``: the single-task config instead).
+
+    ``auxiliary``: exactly these auxiliary tasks; ``contains``: at least these; ``schemas``: one of
+    these schema names; ``exponent``: a static schema (or ``power``) whose exponent is in the range;
+    ``anneal_c``: ``anneal`` with its c in the range."""
+
+    auxiliary: tuple[str, ...] = ()
+    contains: tuple[str, ...] = ()
+    schemas: tuple[str, ...] = ()
+    exponent: Interval | None = None
+    anneal_c: Interval | None = None
+    single_task: bool = False
+
+    def applies(self, config: TrainConfig) -> bool:
+        auxiliary = auxiliary_of(config)
+        if not auxiliary:
+            return self.single_task
+        if self.single_task:
+            return False
+        schema = config.sampling.schema
+        anneal_c = config.sampling.anneal_c if schema == "anneal" else None
+        return (
+            (not self.auxiliary or auxiliary == frozenset(self.auxiliary))
+            and frozenset(self.contains) <= auxiliary
+            and (not self.schemas or schema in self.schemas)
+            and inside(exponent_of(config), self.exponent)
+            and inside(anneal_c, self.anneal_c)
+        )
+
+
+@dataclass(frozen=True)
+class Bonus:
+    """A gain on the primary for the multitask configs ``match`` accepts."""
+
+    match: Match
+    gain: float
+
+    def applies(self, config: TrainConfig) -> bool:
+        return self.match.applies(config)
+
+
+@dataclass(frozen=True)
+class LearningCurve:
+    """How far below its final score a matching config is after each epoch: ``deficit[e - 1]`` after
+    epoch e of ``len(deficit) + 1`` (0 after the last), placed at the fractions e/E of training and
+    interpolated linearly for another epoch count (before the first point: the first deficit)."""
+
+    match: Match
+    deficit: tuple[float, ...]
+
+    def at(self, epoch: int, epochs: int) -> float:
+        points = len(self.deficit) + 1
+        xs = np.arange(1, points + 1) / points
+        return float(np.interp(epoch / epochs, xs, [*self.deficit, 0.0]))
+
+
+@dataclass(frozen=True)
+class Collapse:
+    """Each (config, seed) trained at an lr above ``lr_above`` collapses with ``probability``: its
+    primary scores are the majority's at every epoch (a seed that diverged to the constant answer)."""
+
+    lr_above: float
+    probability: float
+
+    def chance(self, config: TrainConfig) -> float:
+        return self.probability if config.lr > self.lr_above else 0.0
