@@ -93,14 +93,14 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
     if metric is None:
         raise ConfigError(f"objective {study.plan.objective}: not a dev metric of {truth.primary}, no true score")
     table = search_table(study.trials, study.plan.objective, epochs)
-    winner_row, opponent_row = choose(table, study.mode)
+    winner_row, opponent_row = choose(table, study.plan.mode)
     by_id = {t.trial_id: t for t in study.trials}
     configs = {
         r: TrainConfig.from_dict(by_id[row.run_id].config["train"])
         for r, row in (("w", winner_row), ("o", opponent_row))
     }
     ablated = ablation_config(configs["w"])
-    seeds = final_seeds(cfg.seed_list(), looks[-1])
+    seeds = final_seeds(list(study.plan.seeds), looks[-1])
     sides = {}
     for role, row, config, key in (
         ("winner", winner_row, configs["w"], winner_row.canonical_key),
@@ -122,7 +122,7 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
         for k in looks:
             metrics = list(sides["winner"].test)
             headline = compare(
-                claim, sides["winner"], sides[other], metrics, seeds[:k], study.mode, metric, None, floor,
+                claim, sides["winner"], sides[other], metrics, seeds[:k], study.plan.mode, metric, None, floor,
                 pairs, design, risk,
             ).headline  # fmt: skip
             verdicts.append(headline.verdict)
@@ -130,7 +130,7 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
         true = truth.true_score(sides["winner"].config, metric, "test") - truth.true_score(
             sides[other].config, metric, "test"
         )
-        out.append(Outcome(claim, tuple(verdicts), true if study.mode == "max" else -true))
+        out.append(Outcome(claim, tuple(verdicts), true if study.plan.mode == "max" else -true))
     return out
 
 

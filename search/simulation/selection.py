@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from search.answer.comparison import Contender, compare
+from search.answer.claims import TUNED, Contender, compare
 from search.answer.contenders import choose, collect, final_seeds, objective_metric_of
 from search.simulation.study import SimulatedStudy
 from search.simulation.trial import SimTrial
@@ -100,10 +100,10 @@ def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
     by_id = {t.trial_id: t for t in study.trials}
     table = pd.DataFrame([trial_row(t, study.plan.objective, epochs) for t in study.trials])
     try:
-        sides = choose(table, study.mode)
+        sides = choose(table, study.plan.mode)
     except ConfigError:
         return "no comparison"
-    seeds = final_seeds(study.cfg.seed_list(), k)
+    seeds = final_seeds(list(study.plan.seeds), k)
     contenders = []
     for role, row in zip(("winner", "opponent"), sides):
         trial = by_id[row.trial_id]
@@ -116,5 +116,7 @@ def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
         contender = Contender(role, row, config)
         collect(contender, [pd.Series(scores)], truth.primary, seeds)
         contenders.append(contender)
-    _, headline = compare(contenders[0], contenders[1], [metric], seeds, study.mode, metric)
-    return str(headline["verdict"])
+    claim = compare(
+        TUNED, contenders[0], contenders[1], [metric], seeds, study.plan.mode, metric, None, dict(truth.majority)
+    )
+    return claim.headline.verdict

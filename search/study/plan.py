@@ -148,6 +148,12 @@ def stores_of(cfg: SearchConfig) -> Stores:
     )
 
 
+def first_points(search: str, study: Study, base: TrainConfig) -> tuple[dict[str, Any], ...]:
+    """What the searcher tries first: every cell of the thesis grid (a screen), or the baseline alone."""
+    cells = strategy_of(search).first == "cells"
+    return tuple(thesis_grid(study, base) if cells else [baseline_choices(study, base)])
+
+
 def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started: Started | None = None) -> StudyPlan:
     """The study ``cfg`` asks for, with ``kind``'s trials; on ``--resume``, ``cfg`` is the invocation ``started``
     as :func:`~search.study.config.continuing` gives it back, and the seeds, objective, mode and trials are the
@@ -163,8 +169,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
     schedule = None if first is None else SeedSchedule(len(seeds), first, rungs_epochs(rungs), rungs.reduction_factor)
-    strategy = strategy_of(cfg.search)
-    points = tuple(thesis_grid(study, base) if strategy.first == "cells" else [baseline_choices(study, base)])
+    points = first_points(cfg.search, study, base)
     gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)
     resources = Resources(
         cfg.cpus_per_trial,
@@ -177,7 +182,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     resuming = started is not None
     if started is None:
         name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"
-        trials = len(points) if strategy.only_first else (cfg.trials or preset.trials)
+        trials = len(points) if strategy_of(cfg.search).only_first else (cfg.trials or preset.trials)
         record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation
