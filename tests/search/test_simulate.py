@@ -216,7 +216,8 @@ def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdi
     (parent,) = runs["study"]
     assert parent.data.params["preset"] == "full" and len(runs["trial"]) == 8
     assert all(t.data.tags["status"] == "completed" for t in runs["trial"])
-    assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and len(runs["final"]) == 3  # winner, opponent, ablation
+    # the final runs: the winner, the single-task opponent and the winner's ablation
+    assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and len(runs["final"]) == 3
     assert (next((elsewhere / "results" / "absa").iterdir()) / "report.md").is_file()
 
 
