@@ -9,7 +9,7 @@ one command to the next, as in one terminal (``. .venv/bin/activate``, ``export 
 (:data:`SERVERS`) starts in the background, is waited on until its URL answers, and is stopped when
 its block ends. A command that starts a study, or reads a file only its user has, is skipped with the
 reason (:data:`SKIPPED`). Every relative link of every page (walked or not) must lead to a file and,
-with a ``#fragment``, to one of its headings; :data:`LATER` lists the pages other work adds. Prints
+with a ``#fragment``, to one of its headings. Prints
 one line per command and per broken link, and exits 1 if any failed.
 """
 
@@ -36,7 +36,6 @@ PAGES = (
 )
 NOT_WALKED = {"docs/gpu-cluster.md": "needs AWS or machines of your own"}
 # pages the guides link to that other issues add (issues 28 and 29): a missing one is said, not failed
-LATER = ("docs/truth-files.md", "docs/search-strategies.md", "docs/verdict.md")
 
 # command prefix -> why the walk does not run it
 SKIPPED = {
@@ -185,8 +184,7 @@ def anchor(heading: str) -> str:
 
 
 def broken_links(root: Path, pages: list[str]) -> list[str]:
-    """``page: target (why)`` for each relative link that leads to no file, or to no heading of it;
-    a page of :data:`LATER` is not yet there, and says so without failing."""
+    """``page: target (why)`` for each relative link that leads to no file, or to no heading of it."""
     broken = []
     for page in pages:
         text = (root / page).read_text()
@@ -197,8 +195,7 @@ def broken_links(root: Path, pages: list[str]) -> list[str]:
             file = (root / page).parent / path if path else root / page
             name = os.path.relpath(file.resolve(), root.resolve())
             if not file.exists():
-                note = "added by another issue" if name in LATER else "no such file"
-                broken.append(f"{page}: {target} ({note})")
+                broken.append(f"{page}: {target} (no such file)")
             elif fragment and file.suffix == ".md" and fragment not in headings(file):
                 broken.append(f"{page}: {target} (no heading #{fragment} in {name})")
     return broken
@@ -217,7 +214,7 @@ def main() -> int:
     links = broken_links(args.root, [*PAGES, *NOT_WALKED])
     for line in links:
         print(f"link: {line}")
-    bad_links = [line for line in links if not line.endswith("(added by another issue)")]
+    bad_links = links
     for page, why in NOT_WALKED.items():
         print(f"[{page}] not walked: {why}")
     steps = [] if args.links_only else walk([args.root / page for page in PAGES], args.timeout)
