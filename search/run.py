@@ -70,8 +70,8 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         "--search",
         default=SearchConfig.search,
         choices=SEARCHES,
-        help="strategy (docs/search-strategies.md): cells tries every (auxiliary set x schema) cell first, then "
-        "multivariate TPE, with ASHA (default: %(default)s)",
+        help="strategy (docs/search-strategies.md): tpe, random, the thesis grid, or cells (every auxiliary set x "
+        "schema cell first, then multivariate TPE) and the variants measured (default: %(default)s)",
     )
     g.add_argument(
         "--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the sampler (default: %(default)s)"

@@ -31,7 +31,7 @@ class SearchConfig:
     resume: bool = False
     name: str | None = None
     address: str | None = None
-    search: str = "cells"  # search.study.strategy; measured against the rest in docs/search-strategies.md
+    search: str = "tpe"  # search.study.strategy; measured against the rest in docs/search-strategies.md
     model: str | None = None
     epochs: int | None = None
     grace_period: int | None = None

@@ -202,7 +202,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         search=invocation.search,
         search_seed=cfg.search_seed,
         trials=max(invocation.trials, cfg.trials or 0) if resuming else invocation.trials,
-        points=points,
+        points=points[: invocation.trials],  # a point past the budget would wait in Optuna, never run
         rungs=rungs,
         resources=resources,
         stores=stores,
