@@ -61,7 +61,7 @@ class Preset:
     seeds: tuple[int, ...] = (1, 2, 3)
     batch_size: int = 24
     grace_period: int = 1  # ASHA: epochs every trial gets before it can be stopped
-    reduction_factor: int = 2
+    reduction_factor: int | None = None  # None: the search strategy's, else 2 (ASHA's halving)
     # the primary task's spec at this scale (another construction of the same task, e.g.
     # "semeval:NLI_M": 5 rows per sentence where QA_B has 25); None: the study's
     primary: str | None = None

@@ -74,6 +74,7 @@ class Backend:
     slots: int
     seconds_per_epoch: float = 60.0
     seed_count: SeedCount = all_seeds
+    live: int = 0  # trials the searcher's limiter lets live at once (paused ones count); 0: ``slots``
     clock: float = 0.0
     spent: int = 0  # seed-epochs reported so far
     events: list[Event] = field(default_factory=list)
@@ -84,8 +85,8 @@ class Backend:
 
     def __post_init__(self) -> None:
         # what tune.run wraps a Searcher in for max_concurrent_trials (tune.py, Ray 2.60)
-        self._limiter = ConcurrencyLimiter(self.searcher, max_concurrent=self.slots)
-        self._controller = Controller(self._all)
+        self._limiter = ConcurrencyLimiter(self.searcher, max_concurrent=self.live or self.slots)
+        self._controller = Controller(self._all, stop=self.stop_paused)
         self._by_id: dict[str, SimTrial] = {}
         self._sequence = 0
 
@@ -162,6 +163,16 @@ class Backend:
             trial.status = PAUSED  # its slot is free; choose_trial_to_run may resume it later
         else:
             self.next_epoch(trial)
+
+    def stop_paused(self, trial: SimTrial) -> None:
+        """Tune's ``stop_trial`` on a PAUSED trial: the scheduler's ``on_trial_remove``, the searcher's
+        ``on_trial_complete`` with no result (``tune_controller.py``, Ray 2.60)."""
+        if trial.status != PAUSED:
+            raise ValueError(f"trial {trial.trial_id} is {trial.status}: only a paused trial is stopped this way")
+        self.scheduler.on_trial_remove(self._controller, trial)
+        self._limiter.on_trial_complete(trial.trial_id)
+        trial.status, trial.ended_at = TERMINATED, self.clock
+        self.events.append(Event(self.clock, self.spent, trial.trial_id, "end", trial.epoch))
 
     def end(self, trial: SimTrial) -> None:
         self.scheduler.on_trial_complete(self._controller, trial, trial.last_result)

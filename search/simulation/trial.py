@@ -9,6 +9,7 @@ same names and status strings, plus the simulator's own bookkeeping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,10 +49,17 @@ class SimTrial:
 
 
 class Controller:
-    """The slice of Tune's ``TuneController`` a scheduler reads: every trial, in creation order."""
+    """The slice of Tune's ``TuneController`` a scheduler uses: every trial, in creation order, and
+    ``stop_trial`` (a synchronous scheduler stops a paused trial: ``search.study.halving``)."""
 
-    def __init__(self, trials: list[SimTrial]) -> None:
+    def __init__(self, trials: list[SimTrial], stop: Callable[[SimTrial], None] | None = None) -> None:
         self._trials = trials
+        self._stop = stop
 
     def get_trials(self) -> list[SimTrial]:
         return self._trials
+
+    def stop_trial(self, trial: SimTrial) -> None:
+        if self._stop is None:
+            raise NotImplementedError("this simulated controller cannot stop a trial")
+        self._stop(trial)

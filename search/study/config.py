@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from search.study.strategy import STRATEGIES
+from search.study.strategy import DEFAULT, STRATEGIES
 from search.tracking.records import Invocation
 from spaces import Preset, Range, Study, get_study
 from trainables.config import PRECISIONS, ConfigError
 from trainables.tasks.base import PROTOCOLS
 
-SEARCHES = tuple(STRATEGIES)  # search.study.strategy: what each --search does
+SEARCHES = (DEFAULT, *STRATEGIES)  # search.study.strategy: what each --search does
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ class SearchConfig:
     resume: bool = False
     name: str | None = None
     address: str | None = None
-    search: str = "tpe"  # search.study.strategy; measured against the rest in docs/search-strategies.md
+    search: str = DEFAULT  # search.study.strategy (plan() resolves "default"); docs/search-strategies.md
     model: str | None = None
     epochs: int | None = None
     grace_period: int | None = None
@@ -138,10 +138,18 @@ def seeds_of(cfg: SearchConfig, preset: Preset) -> tuple[int, ...]:
 
 
 def first_rung_of(cfg: SearchConfig, preset: Preset | None) -> int | None:
-    """Seeds of a trial's first rung: ``--first-rung-seeds``, else the preset's; None: all."""
+    """Seeds of a trial's first rung: ``--first-rung-seeds``, else the preset's (a study file may set it), else
+    the search strategy's; None: all."""
     if cfg.first_rung_seeds is not None or preset is None:
         return cfg.first_rung_seeds
-    return preset.first_rung_seeds
+    if preset.first_rung_seeds is not None:
+        return preset.first_rung_seeds
+    return STRATEGIES[cfg.search].first_rung_seeds if cfg.search in STRATEGIES else None  # "default": not chosen yet
+
+
+def reduction_factor_of(cfg: SearchConfig, preset: Preset) -> int:
+    """ASHA's reduction factor: ``--reduction-factor``, else the preset's, else the search strategy's, else 2."""
+    return cfg.reduction_factor or preset.reduction_factor or STRATEGIES[cfg.search].reduction_factor or 2
 
 
 def check_first_rung(cfg: SearchConfig, study: Study) -> None:

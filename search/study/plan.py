@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +17,13 @@ from search.study.config import (
     SearchConfig,
     first_rung_of,
     objective_of,
+    reduction_factor_of,
     seeds_of,
     study_of,
 )
 from search.study.kind import TrialKind
 from search.study.names import resume_command
-from search.study.strategy import strategy_of
+from search.study.strategy import DEFAULT, default_search, strategy_of
 from search.tracking.records import Invocation
 from spaces import Preset, Study, baseline_choices, thesis_grid
 from trainables.cli import mask_credentials
@@ -90,6 +91,7 @@ class StudyPlan:
     preset_name: str  # chosen, or recorded by the study a --resume continues
     preset_reason: str  # why the kind chose it without --preset (a line); "" where --preset or the record said
     gpu_reason: str  # what the trials' GPUs are on a cluster with GPUs (a line); "" on one without
+    search_reason: str  # which strategy ``--search default`` runs and why (a line); "" where --search named one
     preset: Preset
     study_file: str  # the .toml file the study came from; "": a built-in
     kind: TrialKind
@@ -154,6 +156,17 @@ def first_points(search: str, study: Study, base: TrainConfig) -> tuple[dict[str
     return tuple(thesis_grid(study, base) if cells else [baseline_choices(study, base)])
 
 
+def resolved_search(cfg: SearchConfig, study: Study, base: TrainConfig, preset: Preset) -> tuple[SearchConfig, str]:
+    """``cfg`` with ``--search default`` made the strategy it runs (the invocation records that one, so a
+    resumed study keeps it), and the line that says why; ``cfg`` as it is where ``--search`` named one."""
+    if cfg.search != DEFAULT:
+        return cfg, ""
+    trials, cells = cfg.trials or preset.trials, len(thesis_grid(study, base))
+    search = default_search(trials, cells)
+    holds = "hold" if trials >= cells else "cannot hold"
+    return replace(cfg, search=search), f"--search {search}: {trials} trials {holds} the {cells} cells of the grid"
+
+
 def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started: Started | None = None) -> StudyPlan:
     """The study ``cfg`` asks for, with ``kind``'s trials; on ``--resume``, ``cfg`` is the invocation ``started``
     as :func:`~search.study.config.continuing` gives it back, and the seeds, objective, mode and trials are the
@@ -164,7 +177,8 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     kind.check(study)
     preset = study.preset(preset_name)
     base = base_config(cfg, study, preset)
-    factor = cfg.reduction_factor or preset.reduction_factor
+    cfg, search_reason = resolved_search(cfg, study, base, preset)
+    factor = reduction_factor_of(cfg, preset)
     rungs = Rungs(cfg.grace_period or preset.grace_period, factor, base.epochs)
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
@@ -191,6 +205,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         preset_name=preset_name,
         preset_reason=preset_reason,
         gpu_reason=gpu_reason,
+        search_reason=search_reason,
         preset=preset,
         study_file=cfg.study_file or "",
         kind=kind,

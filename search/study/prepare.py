@@ -50,6 +50,8 @@ def ready(plan: StudyPlan) -> TrialData:
         probe_address(res.address)  # a mistyped address fails in seconds, not after tokenizing
     if plan.preset_reason:
         logger.info("no --preset: %s", plan.preset_reason)
+    if plan.search_reason:
+        logger.info("%s", plan.search_reason)
     if plan.gpu_reason:
         logger.info("%s", plan.gpu_reason)
     data = plan.kind.prepare(plan.study, plan.base, plan.objective)

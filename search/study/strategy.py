@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 FIRST = ("baseline", "cells")  # the baseline alone, or every (auxiliary set x schema) cell of the thesis grid
 SAMPLERS = ("tpe", "tpe-mv", "random")
-RUNGS = ("asha", "family")  # ASHA over every trial, or within each schema family (search.study.scheduler)
+# ASHA over every trial, or within each schema family (search.study.scheduler); or the first points decided
+# together at each rung, each family's leader kept at the first (search.study.halving)
+RUNGS = ("asha", "family", "halving")
 
 
 @dataclass(frozen=True)
@@ -20,13 +22,16 @@ class SearchStrategy:
     """``first``: the points tried first (``cells``: the thesis grid's 43, baseline first, as a screen);
     ``sampler``: what proposes every later point (``tpe-mv``: multivariate TPE, ``group`` and
     ``constant_liar``); ``rungs``: how ASHA compares trials; ``only_first``: the study is its first
-    points and nothing else (the grid: trials = the number of cells)."""
+    points and nothing else (the grid: trials = the number of cells). ``reduction_factor`` and
+    ``first_rung_seeds``: the strategy's own, where no flag sets them (None: the preset's)."""
 
     name: str
     first: str = "baseline"
     sampler: str = "tpe"
     rungs: str = "asha"
     only_first: bool = False
+    reduction_factor: int | None = None
+    first_rung_seeds: int | None = None
 
     def __post_init__(self) -> None:
         for key, allowed in (("first", FIRST), ("sampler", SAMPLERS), ("rungs", RUNGS)):
@@ -45,8 +50,24 @@ STRATEGIES: dict[str, SearchStrategy] = {
         SearchStrategy("family", rungs="family"),  # univariate TPE + ASHA within each schema family
         SearchStrategy("cells", first="cells", sampler="tpe-mv"),  # screen every cell, then multivariate TPE
         SearchStrategy("cells-family", first="cells", sampler="tpe-mv", rungs="family"),  # and stratified rungs
+        # every cell, halved synchronously (each family's leader kept at the first rung), then multivariate TPE
+        # (reduction 3; one seed until a trial passes the first rung, the study's K past it)
+        SearchStrategy(
+            "cells-halving", first="cells", sampler="tpe-mv", rungs="halving", reduction_factor=3, first_rung_seeds=1
+        ),
     )
 }
+
+
+# What ``--search`` is when not given: the cell screen halved synchronously where the trial budget holds every
+# cell (docs/search-strategies.md: it beats the thesis grid at 65% of its compute on every truth measured);
+# below that budget a screen cannot finish, and TPE from the baseline searches the whole space instead.
+DEFAULT, SCREEN, FALLBACK = "default", "cells-halving", "tpe"
+
+
+def default_search(trials: int, cells: int) -> str:
+    """The strategy ``--search default`` runs with ``trials`` trials in a space of ``cells`` grid cells."""
+    return SCREEN if trials >= cells else FALLBACK
 
 
 def strategy_of(search: str) -> SearchStrategy:

@@ -16,6 +16,7 @@ from search.infra.disk import KEEP_CHECKPOINTS
 from search.infra.storage import make_sqlite_folder
 from search.study.ending import StudyEnd, tracking_unavailable
 from search.study.extend import extend_trials
+from search.study.halving import CohortHalving
 from search.study.kind import TrialData
 from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name
@@ -126,7 +127,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
             search_alg=searcher,
             scheduler=scheduler_of(plan),
             num_samples=plan.trials,
-            max_concurrent_trials=plan.resources.max_concurrent,
+            max_concurrent_trials=live_trials(plan),
             reuse_actors=True,  # a slot runs its next trial in the same process: no ~10 s start (benchmarks/README.md)
             trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
         ),
@@ -213,10 +214,27 @@ def work_of(plan: StudyPlan) -> Work:
     return Work(len(plan.seeds), r.max_t, asha_rungs(r.grace_period, r.reduction_factor, r.max_t), r.reduction_factor)
 
 
+def live_trials(plan: StudyPlan) -> int:
+    """Trials Tune may hold at once: the slots, plus (cohort halving) the first points that wait paused at
+    a rung for the rest of the cohort; resources still bound what runs (a paused trial holds none)."""
+    paused = len(plan.points) if strategy_of(plan.search).rungs == "halving" else 0
+    return plan.resources.max_concurrent + paused
+
+
 def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
     """ASHA over epochs that keeps the baseline and each side's leader; the plan's rungs; with
     ``--first-rung-seeds``, paired on the seeds each rung's trials have."""
-    scheduler = FamilyASHA if strategy_of(plan.search).rungs == "family" else ContenderKeepingASHA
+    rungs = strategy_of(plan.search).rungs
+    if rungs == "halving":
+        return CohortHalving(
+            time_attr="training_iteration",
+            max_t=plan.rungs.max_t,
+            grace_period=plan.rungs.grace_period,
+            reduction_factor=plan.rungs.reduction_factor,
+            schedule=plan.schedule,
+            cohort=len(plan.points),
+        )
+    scheduler = FamilyASHA if rungs == "family" else ContenderKeepingASHA
     return scheduler(
         time_attr="training_iteration",
         max_t=plan.rungs.max_t,

@@ -103,17 +103,31 @@ def test_first_rung_seeds_is_checked_recorded_and_kept_on_resume():
     cfg = SearchConfig("absa", preset="full", first_rung_seeds=1, grace_period=1, reduction_factor=2, epochs=4)
     schedule = planned(cfg).schedule  # K = 3 seeds
     assert (schedule.seeds, schedule.first, schedule.rungs, schedule.growth) == (3, 1, (1, 2), 2)
-    assert planned(SearchConfig("absa", preset="full")).schedule is None  # off: every seed throughout
+    assert planned(SearchConfig("absa", preset="full", search="tpe")).schedule is None  # off: every seed throughout
     started = planned(cfg).invocation
     assert started.to_params()["first_rung_seeds"] == "1"
     assert Invocation.from_params(started.to_params()) == started
-    assert planned(SearchConfig("absa", preset="full")).invocation.to_params()["first_rung_seeds"] == "0"
+    assert planned(SearchConfig("absa", preset="full", search="tpe")).invocation.to_params()["first_rung_seeds"] == "0"
     old = {k: v for k, v in started.to_params().items() if k != "first_rung_seeds"}  # a study started before
     assert Invocation.from_params(old).first_rung_seeds == 0
     resumed = continuing(SearchConfig("absa", resume=True, first_rung_seeds=2), started)
     assert resumed.first_rung_seeds == 1 and resumed.seeds == 3
     five = planned(SearchConfig("absa", preset="full", seeds=5, first_rung_seeds=4)).invocation
     assert continuing(SearchConfig("absa", resume=True), five).first_rung_seeds == 4  # K = 5 from the started study
+
+
+def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_records_what_it_ran():
+    full = planned(SearchConfig("absa", preset="full"))  # 64 trials, absa's grid has 43 cells
+    assert (full.search, full.invocation.search, len(full.points)) == ("cells-halving", "cells-halving", 43)
+    assert (full.rungs.reduction_factor, full.schedule.first) == (3, 1)  # the strategy's own, under no flag
+    assert "64 trials hold the 43 cells" in full.search_reason
+    flagged = planned(SearchConfig("absa", preset="full", reduction_factor=2, first_rung_seeds=2))
+    assert (flagged.rungs.reduction_factor, flagged.schedule.first) == (2, 2)  # flags come first
+    smoke = planned(SearchConfig("absa", preset="smoke"))  # 6 trials cannot screen 43 cells
+    assert (smoke.search, smoke.schedule, len(smoke.points)) == ("tpe", None, 1)
+    assert "cannot hold" in smoke.search_reason
+    named = planned(SearchConfig("absa", preset="smoke", search="cells-halving"))
+    assert (named.search, named.search_reason, len(named.points)) == ("cells-halving", "", 6)  # as asked, cut
 
 
 @pytest.mark.parametrize(

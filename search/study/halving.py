@@ -1,0 +1,191 @@
+"""Synchronous successive halving of a study's first points (the cell screen), family leaders kept.
+
+ASHA decides on a trial the moment it reaches a rung, against whatever reached the rung before it:
+with the thesis grid's 43 cells as the first points and a few slots, the first trials to arrive
+meet an almost empty rung and go on, and a cell's fate depends on when it ran. Here the first
+points are a cohort: a cohort trial that reaches a rung pauses (Tune checkpoints it and frees its
+slot) until every live cohort trial has reached that rung; then one decision for all of them:
+
+- the top ``ceil(n / reduction_factor)`` go on (n: the cohort trials at the rung);
+- at the first rung, the leader of each schema family goes on too: schemas that change what is
+  trained when start slower, and one rung should not end a family (docs/search-strategies.md);
+- the baseline always goes on, and each side's leader (``ContenderKeepingASHA``'s rule): the
+  final comparison needs both sides complete.
+
+Every epoch below the last is a rung from the grace period on. Trials after the cohort (the
+sampler's, once the screen is spent) are decided as ASHA does, against every result recorded at
+the rung, with the same reduction factor. With a seed schedule (``--first-rung-seeds``) a trial
+adds seeds as it passes rungs, and each rung compares means over the seeds every trial there has.
+
+The state (records, decisions, the cohort's ids) is plain data in ``__dict__``: ASHA's ``save``
+pickles it with the rest, so a resumed study keeps its decisions.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ray.tune.schedulers import TrialScheduler
+
+from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
+
+PAUSED, PENDING = "PAUSED", "PENDING"  # Tune's Trial status strings
+
+
+class CohortHalving(ContenderKeepingASHA):
+    """``cohort``: how many of the study's first trials are its first points (decided together)."""
+
+    def __init__(self, *, grace_period: int = 1, reduction_factor: float = 4, cohort: int = 0, **kwargs: Any) -> None:
+        super().__init__(grace_period=grace_period, reduction_factor=reduction_factor, **kwargs)
+        self.grace, self.factor, self.cohort = grace_period, reduction_factor, cohort
+        self.members: list[str] = []  # the cohort's trial ids, in order of arrival
+        self.records: dict[int, dict[str, float]] = {}  # rung -> trial id -> value (maximising sign)
+        self.going_on: dict[int, set[str]] = {}  # rung -> cohort trials promoted past it (once decided)
+        self.ended: set[str] = set()  # cohort trials stopped, errored or removed
+        self.waiting: set[str] = set()  # cohort trials paused at a rung until its decision
+        self.resume: set[str] = set()  # paused trials promoted: run them before new ones
+        self.families: dict[str, str] = {}  # trial id -> schema family
+        self.baselines: set[str] = set()
+        self.sides: dict[str, str | None] = {}
+
+    @property
+    def rungs(self) -> tuple[int, ...]:
+        return tuple(range(self.grace, self._max_t))
+
+    def on_trial_add(self, tune_controller, trial) -> None:
+        super().on_trial_add(tune_controller, trial)
+        self.families[trial.trial_id] = family_of(trial.config)
+        self.sides[trial.trial_id] = side_of(trial.config)
+        if is_baseline(trial.config):
+            self.baselines.add(trial.trial_id)
+        if len(self.members) < self.cohort:
+            self.members.append(trial.trial_id)
+
+    # -- results --------------------------------------------------------------------
+    def on_trial_result(self, tune_controller, trial, result: dict) -> str:
+        result = self.paired(trial, result)
+        self.resume.discard(trial.trial_id)  # it runs again
+        if self._time_attr not in result or self._metric not in result:
+            return TrialScheduler.CONTINUE
+        epoch, value = int(result[self._time_attr]), self._metric_op * float(result[self._metric])
+        if epoch >= self._max_t:
+            return TrialScheduler.STOP
+        if epoch not in self.rungs:
+            return TrialScheduler.CONTINUE
+        self.records.setdefault(epoch, {})[trial.trial_id] = value
+        leads = self.record(epoch, self.sides.get(trial.trial_id), value)
+        if trial.trial_id not in self.members:
+            return self.asynchronous(trial.trial_id, epoch, value, leads)
+        self.waiting.add(trial.trial_id)
+        self.decide_if_complete(tune_controller, epoch)
+        if trial.trial_id in self.waiting:
+            return TrialScheduler.PAUSE
+        return self.verdict(trial.trial_id, epoch)
+
+    def asynchronous(self, trial_id: str, epoch: int, value: float, leads: bool) -> str:
+        """ASHA's rule for a trial after the cohort: on if in the top 1/reduction_factor of the rung so far."""
+        values = sorted(self.records[epoch].values(), reverse=True)
+        cutoff = values[max(0, math.ceil(len(values) / self.factor) - 1)]
+        first_rung_leader = epoch == self.rungs[0] and self.leads_family(trial_id, epoch)
+        if value >= cutoff or leads or first_rung_leader or trial_id in self.baselines:
+            return TrialScheduler.CONTINUE
+        self._num_stopped += 1
+        return TrialScheduler.STOP
+
+    def verdict(self, trial_id: str, epoch: int) -> str:
+        if trial_id in self.going_on.get(epoch, set()):
+            return TrialScheduler.CONTINUE
+        self.ended.add(trial_id)
+        self._num_stopped += 1
+        return TrialScheduler.STOP
+
+    def decide_if_complete(self, tune_controller, epoch: int) -> None:
+        """Once every live cohort trial promoted to ``epoch`` has reported there: decide, stop the paused
+        losers, mark the paused winners to resume."""
+        below = [r for r in self.rungs if r < epoch]
+        if epoch in self.going_on or any(r not in self.going_on for r in below):
+            return  # decided, or a rung below still waits
+        expected = self.alive_at(epoch)
+        if not expected:
+            return
+        recorded = {t for t in self.records.get(epoch, {}) if t in expected}
+        if recorded != expected:
+            return
+        self.going_on[epoch] = self.promoted(epoch, sorted(recorded))
+        for trial in list(tune_controller.get_trials()):
+            if trial.trial_id not in self.waiting or trial.trial_id not in recorded:
+                continue
+            if trial.status != PAUSED:
+                continue  # the trial reporting now: on_trial_result answers it
+            self.waiting.discard(trial.trial_id)
+            if trial.trial_id in self.going_on[epoch]:
+                self.resume.add(trial.trial_id)
+            else:
+                self.ended.add(trial.trial_id)
+                self._num_stopped += 1
+                tune_controller.stop_trial(trial)
+        self.waiting -= recorded
+
+    def alive_at(self, epoch: int) -> set[str]:
+        """The cohort trials that should report at rung ``epoch``: not ended, promoted past every rung below."""
+        alive = set(self.members) - self.ended
+        for rung in self.rungs:
+            if rung >= epoch:
+                break
+            alive &= self.going_on.get(rung, set())
+        return alive
+
+    def promoted(self, epoch: int, trial_ids: list[str]) -> set[str]:
+        values = self.records[epoch]
+        ranked = sorted(trial_ids, key=lambda t: values[t], reverse=True)
+        keep = set(ranked[: math.ceil(len(ranked) / self.factor)])
+        keep |= {t for t in trial_ids if t in self.baselines}
+        for side in {self.sides.get(t) for t in trial_ids} - {None}:
+            keep.add(next(t for t in ranked if self.sides.get(t) == side))
+        if epoch == self.rungs[0]:
+            for family in {self.families[t] for t in trial_ids}:
+                keep.add(next(t for t in ranked if self.families[t] == family))
+        return keep
+
+    def leads_family(self, trial_id: str, epoch: int) -> bool:
+        family, values = self.families.get(trial_id), self.records[epoch]
+        return all(values[trial_id] >= v for t, v in values.items() if self.families.get(t) == family)
+
+    # -- ends and order -------------------------------------------------------------
+    def on_trial_complete(self, tune_controller, trial, result: dict) -> None:
+        self.forget(tune_controller, trial)
+        super().on_trial_complete(tune_controller, trial, result)
+
+    def on_trial_error(self, tune_controller, trial) -> None:
+        self.forget(tune_controller, trial)
+        super().on_trial_error(tune_controller, trial)
+
+    def on_trial_remove(self, tune_controller, trial) -> None:
+        self.forget(tune_controller, trial)
+        super().on_trial_remove(tune_controller, trial)
+
+    def forget(self, tune_controller, trial) -> None:
+        """A cohort trial that ended: no rung waits for it any more."""
+        if trial.trial_id not in self.members or trial.trial_id in self.ended:
+            return
+        self.ended.add(trial.trial_id)
+        self.waiting.discard(trial.trial_id)
+        self.resume.discard(trial.trial_id)
+        for epoch in self.rungs:
+            self.decide_if_complete(tune_controller, epoch)
+
+    def choose_trial_to_run(self, tune_controller) -> Any:
+        """Promoted paused trials first (the screen's survivors), then new ones; never one waiting."""
+        trials = tune_controller.get_trials()
+        for trial in trials:
+            if trial.status == PAUSED and trial.trial_id in self.resume:
+                return trial  # stays marked until it reports again: choose must be idempotent
+        for trial in trials:
+            if trial.status == PENDING:
+                return trial
+        return None
+
+    def debug_string(self) -> str:
+        decided = ", ".join(f"epoch {e}: {len(on)} go on" for e, on in sorted(self.going_on.items()))
+        return f"cohort halving of {len(self.members)} first points ({decided or 'no rung decided yet'})"

@@ -1,0 +1,124 @@
+"""Cohort halving: the first points are decided together at each rung, each family's leader kept at the
+first; stopped trials are pruned and nothing waits forever (tests/search/simulation/test_halving_against_ray.py:
+the Ray path takes the same decisions)."""
+
+import optuna
+from ray.tune.schedulers import TrialScheduler
+
+from search.simulation.study import simulate
+from search.simulation.truth import load_truth, resolve_truth
+from search.study.config import SearchConfig
+from search.study.halving import CohortHalving
+from search.study.scheduler import family_of, is_baseline
+
+METRIC = "semeval/dev/acc_4way/mean"
+
+
+def study(truth: str = "late_bloomer", trials: int = 43, **kw):
+    path = resolve_truth(truth)
+    cfg = SearchConfig(
+        "absa", preset="full", simulate=path, search="cells-halving", trials=trials, seeds=1, max_concurrent=4, **kw
+    )
+    return simulate(cfg, load_truth(path))
+
+
+def epoch_results(found, epoch: int) -> list:
+    return [e for e in found.events if e.kind == "result" and e.epoch == epoch]
+
+
+def test_no_cell_goes_past_a_rung_before_every_cell_reached_it():
+    found = study()
+    last_at_1 = max(e.time for e in epoch_results(found, 1))
+    assert all(e.time > last_at_1 for e in epoch_results(found, 2))  # one decision, after the whole screen
+    assert len(epoch_results(found, 1)) == 43  # every cell screened
+
+
+def test_each_familys_leader_at_the_first_rung_goes_on_and_the_baseline_completes():
+    found = study()
+    families: dict[str, list] = {}
+    for t in found.trials:
+        families.setdefault(family_of(t.config), []).append(t)
+    assert len(families) == 7  # the six schemas and single-task
+    for family, members in families.items():
+        assert any(t.epoch >= 2 for t in members), family  # someone of every family reached epoch 2
+    baseline = next(t for t in found.trials if is_baseline(t.config))
+    assert baseline.epoch == found.plan.base.epochs
+
+
+def test_stopped_cells_are_pruned_in_optuna_and_nothing_is_left_waiting():
+    found = study()
+    states = {t.state for t in found.searcher._ot_study.trials}
+    assert states == {optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED}
+    assert all(t.status == "TERMINATED" for t in found.trials)
+    by_number = {t.number: t for t in found.searcher._ot_study.trials}
+    for t in found.trials:
+        complete = t.epoch == found.plan.base.epochs
+        assert (by_number[t.number].state == optuna.trial.TrialState.COMPLETE) == complete
+
+
+def test_it_costs_less_than_the_grid_and_trials_after_the_cohort_are_decided_as_they_come():
+    found = study(trials=60)
+    assert len(found.trials) == 60 and all(t.status == "TERMINATED" for t in found.trials)
+    assert found.seed_epochs < 43 * 4
+    late = found.trials[43:]
+    assert {TrialScheduler.STOP, TrialScheduler.CONTINUE} & {t.decisions[0] for t in late}
+    assert TrialScheduler.PAUSE not in {d for t in late for d in t.decisions}  # only the cohort waits
+
+
+class Controller:
+    def __init__(self, trials):
+        self.trials, self.stopped = trials, []
+
+    def get_trials(self):
+        return self.trials
+
+    def stop_trial(self, trial):
+        self.stopped.append(trial.trial_id)
+        trial.status = "TERMINATED"
+
+
+class Trial:
+    def __init__(self, trial_id, schema="prop", baseline=False):
+        self.trial_id, self.status = trial_id, "RUNNING"
+        tasks = ["semeval"] if baseline else ["semeval", "sst2"]
+        self.config = {"baseline": baseline, "train": {"tasks": tasks, "sampling.schema": schema}}
+
+
+def scheduler(cohort: int) -> CohortHalving:
+    s = CohortHalving(
+        metric=METRIC, mode="max", time_attr="training_iteration", max_t=4, grace_period=1, reduction_factor=3
+    )
+    s.cohort = cohort
+    return s
+
+
+def report(s, controller, trial, epoch, value):
+    action = s.on_trial_result(controller, trial, {"training_iteration": epoch, METRIC: value})
+    trial.status = {"PAUSE": "PAUSED", "STOP": "TERMINATED"}.get(action, "RUNNING")
+    return action
+
+
+def test_a_cohort_trial_that_fails_releases_the_rung():
+    trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c", schema="anneal")]
+    controller, s = Controller(trials), scheduler(4)
+    for t in trials:
+        s.on_trial_add(controller, t)
+    assert report(s, controller, trials[0], 1, 0.80) == "PAUSE"
+    assert report(s, controller, trials[1], 1, 0.85) == "PAUSE"
+    assert report(s, controller, trials[3], 1, 0.70) == "PAUSE"
+    trials[2].status = "ERROR"
+    s.on_trial_error(controller, trials[2])  # the last one the rung waited for
+    assert controller.stopped == []  # base (baseline), a (top), c (anneal's leader): all go on
+    assert s.choose_trial_to_run(controller) is not None
+    assert {t.trial_id for t in trials if t.status == "PAUSED"} == s.resume
+
+
+def test_a_loser_paused_at_the_rung_is_stopped_when_the_last_cell_arrives():
+    trials = [Trial("base", baseline=True)] + [Trial(f"p{i}") for i in range(5)]
+    controller, s = Controller(trials), scheduler(6)
+    for t in trials:
+        s.on_trial_add(controller, t)
+    actions = [report(s, controller, t, 1, v) for t, v in zip(trials, (0.80, 0.70, 0.71, 0.72, 0.73, 0.90))]
+    assert actions[:-1] == ["PAUSE"] * 5 and actions[-1] == "CONTINUE"  # p4 (0.90): the top third and leader
+    assert sorted(controller.stopped) == ["p0", "p1", "p2", "p3"]
+    assert s.resume == {"base"}  # the baseline goes on whatever it scored
