@@ -26,13 +26,15 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 from ray.tune.schedulers import TrialScheduler
-from ray.tune.search import ConcurrencyLimiter, Searcher
+from ray.tune.search import Searcher
 
 from search.simulation.results import epoch_result
 from search.simulation.trial import PAUSED, PENDING, RUNNING, TERMINATED, Controller, SimTrial
 from search.simulation.truth.model import Truth
+from search.study.halving import limiter_of
 from trainables.config import TrainConfig
 
 SeedCount = Callable[[SimTrial, int], int]  # (trial, epoch) -> how many of its seeds report that epoch
@@ -74,7 +76,6 @@ class Backend:
     slots: int
     seconds_per_epoch: float = 60.0
     seed_count: SeedCount = all_seeds
-    live: int = 0  # trials the searcher's limiter lets live at once (paused ones count); 0: ``slots``
     clock: float = 0.0
     spent: int = 0  # seed-epochs reported so far
     events: list[Event] = field(default_factory=list)
@@ -84,9 +85,11 @@ class Backend:
     _finished: bool = False
 
     def __post_init__(self) -> None:
-        # what tune.run wraps a Searcher in for max_concurrent_trials (tune.py, Ray 2.60)
-        self._limiter = ConcurrencyLimiter(self.searcher, max_concurrent=self.live or self.slots)
-        self._controller = Controller(self._all, stop=self.stop_paused)
+        # what search.study.tuner wraps the Searcher in: Ray's ConcurrencyLimiter, or its pause-aware subclass
+        self._limiter = limiter_of(self.searcher, self.scheduler, self.slots)
+        self._controller = Controller(
+            self._all, stop=self.stop_paused, search_alg=SimpleNamespace(searcher=self._limiter)
+        )
         self._by_id: dict[str, SimTrial] = {}
         self._sequence = 0
 

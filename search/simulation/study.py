@@ -17,7 +17,7 @@ from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
 from search.study.plan import StudyPlan, plan_offline
-from search.study.tuner import live_trials, sampler_of, scheduler_of, searcher_of
+from search.study.tuner import sampler_of, scheduler_of, searcher_of
 from trainables.fidelity import FIDELITY, SeedSchedule
 
 
@@ -95,7 +95,6 @@ def simulate(
         study_plan.resources.max_concurrent,
         seconds_per_epoch=truth.time.seconds_per_epoch or 1.0,  # 0 in a truth means "no sleep"; any unit will do
         seed_count=seed_count or scheduled_seeds(study_plan),
-        live=live_trials(study_plan),
     )
     found = backend.run()
     return SimulatedStudy(study_plan, found, backend.events, searcher)

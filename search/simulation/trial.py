@@ -49,12 +49,15 @@ class SimTrial:
 
 
 class Controller:
-    """The slice of Tune's ``TuneController`` a scheduler uses: every trial, in creation order, and
-    ``stop_trial`` (a synchronous scheduler stops a paused trial: ``search.study.halving``)."""
+    """The slice of Tune's ``TuneController`` a scheduler uses: every trial, in creation order, and, for a
+    synchronous scheduler (``search.study.halving``), ``stop_trial`` and ``search_alg.searcher``."""
 
-    def __init__(self, trials: list[SimTrial], stop: Callable[[SimTrial], None] | None = None) -> None:
+    def __init__(
+        self, trials: list[SimTrial], stop: Callable[[SimTrial], None] | None = None, search_alg: Any = None
+    ) -> None:
         self._trials = trials
         self._stop = stop
+        self.search_alg = search_alg  # ``.searcher``: the limiter (what ``TuneController.search_alg`` holds)
 
     def get_trials(self) -> list[SimTrial]:
         return self._trials

@@ -19,6 +19,11 @@ adds seeds as it passes rungs, and each rung compares means over the seeds every
 
 The state (records, decisions, the cohort's ids) is plain data in ``__dict__``: ASHA's ``save``
 pickles it with the rest, so a resumed study keeps its decisions.
+
+A paused trial holds no slot: the scheduler tells the searcher's :class:`PauseAwareLimiter` (Ray's
+``Searcher.on_pause``/``on_unpause``, the hooks HyperBandForBOHB calls), which counts only the
+trials not paused against ``--max-concurrent``, and resumes a paused winner only while fewer than
+``slots`` trials run.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import math
 from typing import Any
 
 from ray.tune.schedulers import TrialScheduler
+from ray.tune.search import ConcurrencyLimiter, Searcher
 
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
 
@@ -36,15 +42,18 @@ PAUSED, PENDING = "PAUSED", "PENDING"  # Tune's Trial status strings
 class CohortHalving(ContenderKeepingASHA):
     """``cohort``: how many of the study's first trials are its first points (decided together)."""
 
-    def __init__(self, *, grace_period: int = 1, reduction_factor: float = 4, cohort: int = 0, **kwargs: Any) -> None:
+    def __init__(
+        self, *, grace_period: int = 1, reduction_factor: float = 4, cohort: int = 0, slots: int = 1, **kwargs: Any
+    ) -> None:
         super().__init__(grace_period=grace_period, reduction_factor=reduction_factor, **kwargs)
-        self.grace, self.factor, self.cohort = grace_period, reduction_factor, cohort
+        self.grace, self.factor, self.cohort, self.slots = grace_period, reduction_factor, cohort, slots
         self.members: list[str] = []  # the cohort's trial ids, in order of arrival
         self.records: dict[int, dict[str, float]] = {}  # rung -> trial id -> value (maximising sign)
         self.going_on: dict[int, set[str]] = {}  # rung -> cohort trials promoted past it (once decided)
         self.ended: set[str] = set()  # cohort trials stopped, errored or removed
         self.waiting: set[str] = set()  # cohort trials paused at a rung until its decision
         self.resume: set[str] = set()  # paused trials promoted: run them before new ones
+        self.doomed: set[str] = set()  # paused trials stopped at a rung, once Tune has paused them
         self.families: dict[str, str] = {}  # trial id -> schema family
         self.baselines: set[str] = set()
         self.sides: dict[str, str | None] = {}
@@ -78,8 +87,9 @@ class CohortHalving(ContenderKeepingASHA):
         if trial.trial_id not in self.members:
             return self.asynchronous(trial.trial_id, epoch, value, leads)
         self.waiting.add(trial.trial_id)
-        self.decide_if_complete(tune_controller, epoch)
+        self.decide_if_complete(tune_controller, epoch, current=trial.trial_id)
         if trial.trial_id in self.waiting:
+            searcher_of(tune_controller).on_pause(trial.trial_id)
             return TrialScheduler.PAUSE
         return self.verdict(trial.trial_id, epoch)
 
@@ -100,12 +110,16 @@ class CohortHalving(ContenderKeepingASHA):
         self._num_stopped += 1
         return TrialScheduler.STOP
 
-    def decide_if_complete(self, tune_controller, epoch: int) -> None:
-        """Once every live cohort trial promoted to ``epoch`` has reported there: decide, stop the paused
-        losers, mark the paused winners to resume."""
+    def decide_if_complete(self, tune_controller, epoch: int, current: str = "") -> None:
+        """Once every live cohort trial promoted to ``epoch`` has reported there: decide, stop the waiting
+        losers, mark the waiting winners to resume. ``current``: the trial reporting now (on_trial_result
+        answers it). A waiting trial may still be saving its checkpoint (Tune's status is not PAUSED yet):
+        it is stopped or marked all the same, as Ray's HyperBand does."""
         below = [r for r in self.rungs if r < epoch]
         if epoch in self.going_on or any(r not in self.going_on for r in below):
             return  # decided, or a rung below still waits
+        if len(self.members) < self.cohort:
+            return  # part of the cohort has not started yet
         expected = self.alive_at(epoch)
         if not expected:
             return
@@ -114,18 +128,32 @@ class CohortHalving(ContenderKeepingASHA):
             return
         self.going_on[epoch] = self.promoted(epoch, sorted(recorded))
         for trial in list(tune_controller.get_trials()):
-            if trial.trial_id not in self.waiting or trial.trial_id not in recorded:
+            trial_id = trial.trial_id
+            if trial_id == current or trial_id not in self.waiting or trial_id not in recorded:
                 continue
-            if trial.status != PAUSED:
-                continue  # the trial reporting now: on_trial_result answers it
-            self.waiting.discard(trial.trial_id)
-            if trial.trial_id in self.going_on[epoch]:
-                self.resume.add(trial.trial_id)
+            self.waiting.discard(trial_id)
+            searcher_of(tune_controller).on_unpause(trial_id)
+            if trial_id in self.going_on[epoch]:
+                self.resume.add(trial_id)
             else:
-                self.ended.add(trial.trial_id)
+                self.ended.add(trial_id)
                 self._num_stopped += 1
-                tune_controller.stop_trial(trial)
+                self.doomed.add(trial_id)
         self.waiting -= recorded
+        self.stop_doomed(tune_controller)
+
+    def stop_doomed(self, tune_controller) -> None:
+        """Stop the losers once Tune has paused them: a trial still saving the checkpoint of its PAUSE has a
+        PAUSE queued in Tune that would run after a stop and leave it PAUSED in the saved experiment."""
+        for trial in tune_controller.get_trials():
+            if trial.trial_id in self.doomed and trial.status == PAUSED:
+                self.doomed.discard(trial.trial_id)
+                tune_controller.stop_trial(trial)
+                # Ray 2.60 saves a trial's state only when marked, and stop_trial marks only a trial with an
+                # actor: a paused one would read PAUSED in the saved experiment (unfinished to --resume)
+                mark = getattr(tune_controller, "_mark_trial_to_checkpoint", None)
+                if mark is not None:
+                    mark(trial)
 
     def alive_at(self, epoch: int) -> set[str]:
         """The cohort trials that should report at rung ``epoch``: not ended, promoted past every rung below."""
@@ -170,15 +198,21 @@ class CohortHalving(ContenderKeepingASHA):
         if trial.trial_id not in self.members or trial.trial_id in self.ended:
             return
         self.ended.add(trial.trial_id)
+        self.doomed.discard(trial.trial_id)
+        if trial.trial_id in self.waiting:
+            searcher_of(tune_controller).on_unpause(trial.trial_id)
         self.waiting.discard(trial.trial_id)
         self.resume.discard(trial.trial_id)
         for epoch in self.rungs:
             self.decide_if_complete(tune_controller, epoch)
 
     def choose_trial_to_run(self, tune_controller) -> Any:
-        """Promoted paused trials first (the screen's survivors), then new ones; never one waiting."""
+        """Promoted paused trials first (the screen's survivors) while fewer than ``slots`` run, then new ones
+        (the limiter bounds how many exist); never one waiting for its rung's decision."""
+        self.stop_doomed(tune_controller)
         trials = tune_controller.get_trials()
-        for trial in trials:
+        running = sum(t.status == "RUNNING" for t in trials)
+        for trial in trials if running < self.slots else ():
             if trial.status == PAUSED and trial.trial_id in self.resume:
                 return trial  # stays marked until it reports again: choose must be idempotent
         for trial in trials:
@@ -189,3 +223,44 @@ class CohortHalving(ContenderKeepingASHA):
     def debug_string(self) -> str:
         decided = ", ".join(f"epoch {e}: {len(on)} go on" for e, on in sorted(self.going_on.items()))
         return f"cohort halving of {len(self.members)} first points ({decided or 'no rung decided yet'})"
+
+
+def searcher_of(tune_controller) -> Searcher:
+    """The searcher Tune wraps (``SearchGenerator.searcher``: the limiter), as HyperBandForBOHB reaches it."""
+    return tune_controller.search_alg.searcher
+
+
+class PauseAwareLimiter(ConcurrencyLimiter):
+    """Ray's ``ConcurrencyLimiter`` counting only the live trials that are not paused: a cohort trial
+    waiting at its rung holds no slot (Ray's own limiter would count it and, with every slot's trial
+    paused, never let the rest of the cohort start)."""
+
+    def __init__(self, searcher: Searcher, max_concurrent: int) -> None:
+        super().__init__(searcher, max_concurrent=max_concurrent)
+        self.paused: set[str] = set()
+
+    def suggest(self, trial_id: str) -> dict | None:
+        if len(self.live_trials - self.paused) >= self.max_concurrent:
+            return None
+        suggestion = self.searcher.suggest(trial_id)
+        if suggestion not in (None, Searcher.FINISHED):
+            self.live_trials.add(trial_id)
+            self.num_unfinished_live_trials += 1
+        return suggestion
+
+    def on_pause(self, trial_id: str) -> None:
+        self.paused.add(trial_id)
+
+    def on_unpause(self, trial_id: str) -> None:
+        self.paused.discard(trial_id)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        self.paused.discard(trial_id)
+        super().on_trial_complete(trial_id, result=result, error=error)
+
+
+def limiter_of(searcher: Searcher, scheduler: TrialScheduler, max_concurrent: int) -> ConcurrencyLimiter:
+    """The searcher wrapped to run at most ``max_concurrent`` trials at once (what ``max_concurrent_trials``
+    does), paused trials not counted under cohort halving."""
+    limiter = PauseAwareLimiter if isinstance(scheduler, CohortHalving) else ConcurrencyLimiter
+    return limiter(searcher, max_concurrent=max_concurrent)

@@ -16,7 +16,7 @@ from search.infra.disk import KEEP_CHECKPOINTS
 from search.infra.storage import make_sqlite_folder
 from search.study.ending import StudyEnd, tracking_unavailable
 from search.study.extend import extend_trials
-from search.study.halving import CohortHalving
+from search.study.halving import CohortHalving, limiter_of
 from search.study.kind import TrialData
 from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name
@@ -112,7 +112,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     make_sqlite_folder(stores.optuna_storage)  # a new --storage folder that holds Optuna's file
     say_baseline_moves(plan)
     guard = guard_of(plan)
-    searcher = searcher_of(plan)
+    searcher, scheduler = searcher_of(plan), scheduler_of(plan)
     params = plan.invocation.to_params()
     parent = start_parent_run(stores.tracking_uri, plan.study.name, plan.name, params, stores.artifact_root)
     spool = study_spool(spool_path(plan.path), stores.tracking_uri, parent, stores.tracking_grace)
@@ -124,10 +124,10 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
         tune_config=tune.TuneConfig(
             metric=objective,
             mode=plan.mode,
-            search_alg=searcher,
-            scheduler=scheduler_of(plan),
+            search_alg=limiter_of(searcher, scheduler, plan.resources.max_concurrent),
+            scheduler=scheduler,
             num_samples=plan.trials,
-            max_concurrent_trials=live_trials(plan),
+            max_concurrent_trials=None,  # the limiter above
             reuse_actors=True,  # a slot runs its next trial in the same process: no ~10 s start (benchmarks/README.md)
             trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
         ),
@@ -214,13 +214,6 @@ def work_of(plan: StudyPlan) -> Work:
     return Work(len(plan.seeds), r.max_t, asha_rungs(r.grace_period, r.reduction_factor, r.max_t), r.reduction_factor)
 
 
-def live_trials(plan: StudyPlan) -> int:
-    """Trials Tune may hold at once: the slots, plus (cohort halving) the first points that wait paused at
-    a rung for the rest of the cohort; resources still bound what runs (a paused trial holds none)."""
-    paused = len(plan.points) if strategy_of(plan.search).rungs == "halving" else 0
-    return plan.resources.max_concurrent + paused
-
-
 def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
     """ASHA over epochs that keeps the baseline and each side's leader; the plan's rungs; with
     ``--first-rung-seeds``, paired on the seeds each rung's trials have."""
@@ -233,6 +226,7 @@ def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
             reduction_factor=plan.rungs.reduction_factor,
             schedule=plan.schedule,
             cohort=len(plan.points),
+            slots=plan.resources.max_concurrent,
         )
     scheduler = FamilyASHA if rungs == "family" else ContenderKeepingASHA
     return scheduler(

@@ -2,13 +2,16 @@
 first; stopped trials are pruned and nothing waits forever (tests/search/simulation/test_halving_against_ray.py:
 the Ray path takes the same decisions)."""
 
+from types import SimpleNamespace
+
 import optuna
 from ray.tune.schedulers import TrialScheduler
+from ray.tune.search import Searcher
 
 from search.simulation.study import simulate
 from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
-from search.study.halving import CohortHalving
+from search.study.halving import CohortHalving, PauseAwareLimiter
 from search.study.scheduler import family_of, is_baseline
 
 METRIC = "semeval/dev/acc_4way/mean"
@@ -68,6 +71,7 @@ def test_it_costs_less_than_the_grid_and_trials_after_the_cohort_are_decided_as_
 class Controller:
     def __init__(self, trials):
         self.trials, self.stopped = trials, []
+        self.search_alg = SimpleNamespace(searcher=PauseAwareLimiter(Searcher(), max_concurrent=1))
 
     def get_trials(self):
         return self.trials
@@ -122,3 +126,17 @@ def test_a_loser_paused_at_the_rung_is_stopped_when_the_last_cell_arrives():
     assert actions[:-1] == ["PAUSE"] * 5 and actions[-1] == "CONTINUE"  # p4 (0.90): the top third and leader
     assert sorted(controller.stopped) == ["p0", "p1", "p2", "p3"]
     assert s.resume == {"base"}  # the baseline goes on whatever it scored
+
+
+def test_a_rung_waits_for_the_cohort_trials_not_started_yet_and_paused_ones_free_their_slot():
+    trials = [Trial("base", baseline=True), Trial("a")]
+    controller, s = Controller(trials[:1]), scheduler(2)
+    limiter = controller.search_alg.searcher
+    limiter.live_trials.add("base")
+    s.on_trial_add(controller, trials[0])
+    assert report(s, controller, trials[0], 1, 0.80) == "PAUSE"  # "a" is part of the cohort: not decided alone
+    assert limiter.paused == {"base"} and len(limiter.live_trials - limiter.paused) == 0  # a slot is free
+    controller.trials.append(trials[1])
+    s.on_trial_add(controller, trials[1])
+    assert report(s, controller, trials[1], 1, 0.85) == "CONTINUE"
+    assert s.resume == {"base"} and limiter.paused == set()
