@@ -29,27 +29,28 @@ from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
+from trainables.trial import NESTED, TrialConfig
 
 MULTITASK, SINGLE_TASK = "multitask", "single-task"
 
 
 def flat(config: dict[str, Any]) -> dict[str, Any]:
     """A trial's config with what ``tune.grid_search`` over whole configs nests under ``trial`` lifted."""
-    return {**config, **config.get("trial", {})}
+    return {**config, **config.get(NESTED, {})}
 
 
 def is_baseline(config: dict[str, Any]) -> bool:
-    return bool(flat(config).get("baseline", False))
+    return TrialConfig.of_tune(config).baseline
 
 
 def side_of(config: dict[str, Any]) -> str | None:
     """Which side of the final comparison a trial's config is on; None where its tasks are not known."""
-    if is_baseline(config):
+    trial = TrialConfig.of_tune(config)
+    if trial.baseline:
         return SINGLE_TASK
-    tasks = flat(config).get("train", {}).get("tasks")
-    if tasks is None:
+    if trial.train is None:
         return None
-    return MULTITASK if len(tasks) > 1 else SINGLE_TASK
+    return MULTITASK if len(trial.train.tasks) > 1 else SINGLE_TASK
 
 
 class ContenderKeepingASHA(ASHAScheduler):
