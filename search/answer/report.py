@@ -12,6 +12,8 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from search.answer.plots import objective_curves, plots
 from search.answer.ranking import Context, ranking
 from search.tracking import records as rec
@@ -67,7 +69,7 @@ def build_report(
     invocation = Invocation.from_params(parent.data.params)
     objective, mode = invocation.objective, invocation.mode
     table = trial_table(client, experiment.experiment_id, parent)
-    if table.empty:
+    if not table:
         raise ConfigError(f"study run {parent.info.run_name} has no trials in MLflow yet")
     out = Path(out_dir) / study / parent.info.run_name
     out.mkdir(parents=True, exist_ok=True)
@@ -77,10 +79,11 @@ def build_report(
     paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
     study_metric = objective[: -len("/mean")].rpartition("/")[2] if objective.endswith("/mean") else ""
     majority = context.majority.get(study_metric) if "/dev/" in objective else None
-    figures = plots(table, out, objective, mode, seeds, majority, curves=objective_curves(client, table))
+    frame = pd.DataFrame([r.columns() for r in table])  # the plots' and trials.csv's table
+    figures = plots(frame, out, objective, mode, seeds, majority, curves=objective_curves(client, frame))
     markdown += "\n## Plots\n\n" + "\n".join(f"![{p.stem.replace('_', ' ')}]({p.name})" for p in figures) + "\n"
     ranked.to_csv(paths["csv"], index=False)  # the table of report.md
-    table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
+    frame.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
     paths["markdown"].write_text(markdown)
     if final is not None:
         from search.answer.comparison import final_frame
