@@ -72,7 +72,7 @@ def complete_finals(finals: Sequence[TrialRecord], run_id: str, epochs: int) -> 
     return [r for r in finals if r.final_for == run_id and r.status == COMPLETED and r.epochs >= epochs]
 
 
-def test_metrics_of(row: TrialRecord, primary: str) -> list[str]:
+def primary_test_metrics(row: TrialRecord, primary: str) -> list[str]:
     """The primary's test metrics ``row`` holds per seed (``semeval/test/acc_4way/seed<S>`` -> ``acc_4way``),
     each once, in first-seen order."""
     prefix = f"{primary}/test/"
@@ -87,7 +87,7 @@ def test_metrics_of(row: TrialRecord, primary: str) -> list[str]:
 def collect(contender: Contender, rows: Sequence[TrialRecord], primary: str, seeds: Sequence[int]) -> None:
     """Per-seed dev objective and test scores of ``rows`` (finalize's runs) for ``seeds`` only."""
     for row in rows:
-        metrics = test_metrics_of(row, primary)
+        metrics = primary_test_metrics(row, primary)
         for seed, value in row.objective_seeds.items():
             tests = {m: row.seeded(f"{primary}/test/{m}").get(seed) for m in metrics}
             if seed not in seeds or seed in contender.dev or not metrics or any(v is None for v in tests.values()):
