@@ -98,7 +98,7 @@ def screen_study(i: int, trials: int) -> tuple[bool, bool]:
     study = simulate(cfg, replace(load_truth(path), seed=i))
     table = search_table(study.trials, study.plan.objective, study.plan.base.epochs)
     family = sum(not r.baseline for r in table)
-    done = by_objective(versus_baseline([r for r in table if r.status == COMPLETED], study.mode, family), "max")
+    done = by_objective(versus_baseline([r for r in table if r.status == COMPLETED], study.plan.mode, family), "max")
     shown = done[:TOP]
     base = next(x.trial for x in done if x.trial.baseline).objective_seeds
     unadjusted = False
