@@ -1,5 +1,7 @@
 """The report's sentences, on hand-made inputs (the whole report is tested end to end in test_study.py)."""
 
+import math
+
 import pytest
 
 from search.answer.ranking import baseline_lr
@@ -49,3 +51,17 @@ def test_the_dev_screen_calls_a_trial_above_only_where_holm_rejects():
     assert done[1].delta == pytest.approx(0.1003, abs=1e-4) and done[1].low > 0 and done[0].delta == 0
     alone = versus_baseline([trial("t00", True, base), marginal], "max")
     assert alone[1].beyond_noise == "above"  # the same trial, in a family of one
+
+
+def test_the_ranking_puts_the_best_first_a_trial_without_objective_last_and_a_key_once():
+    from search.answer.ranking import Ranked, by_objective, first_of_each_key
+    from search.tracking.trial_record import TrialRecord
+
+    def ranked(label, objective, key=None):
+        return Ranked(TrialRecord(label, label, "completed", key=key or label, objective=objective), 0, 0, 0, 0, "")
+
+    rows = [ranked("a", 0.7), ranked("b", math.nan), ranked("c", 0.9), ranked("d", 0.7)]
+    assert [x.trial.label for x in by_objective(rows, "max")] == ["c", "a", "d", "b"]  # ties keep their order
+    assert [x.trial.label for x in by_objective(rows, "min")] == ["a", "d", "c", "b"]
+    twice = [ranked("t00", 0.8, "base"), ranked("t01", 0.7), ranked("t00", 0.8, "base")]
+    assert [x.trial.label for x in first_of_each_key(twice)] == ["t00", "t01"]
