@@ -46,7 +46,6 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
     from search.simulation.scoring import regret, within
     from search.simulation.selection import final_verdict, selections
     from search.simulation.study import simulate
-    from trainables.config import TrainConfig
 
     started = time.perf_counter()
     cfg = strategy.config(truth_path, i, slots)
@@ -55,7 +54,7 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
     picks = selections(study, truth)
     last = picks[-1]
     r = float(regret(best, [last.true])[0])
-    chosen = TrainConfig.from_dict(next(t for t in study.trials if t.trial_id == last.trial_id).config["train"])
+    chosen = next(t for t in study.trials if t.trial_id == last.trial_id).trial_config.training()
     return {
         "strategy": strategy.name,
         "family": strategy.group,

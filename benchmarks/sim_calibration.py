@@ -86,31 +86,29 @@ def screen_study(i: int, trials: int) -> tuple[bool, bool]:
     from dataclasses import replace
 
     from search.answer import stats
-    from search.answer.ranking import versus_baseline
+    from search.answer.ranking import by_objective, versus_baseline
     from search.simulation.calibration import search_table
     from search.simulation.study import simulate
     from search.simulation.truth import load_truth, resolve_truth
     from search.study.config import SearchConfig
     from search.tracking.outcome import COMPLETED
-    from search.tracking.records import objective_per_seed
 
     path = resolve_truth("null")
     cfg = SearchConfig("absa", preset="full", simulate=path, trials=trials, seeds=3, max_concurrent=8, search_seed=i)
     study = simulate(cfg, replace(load_truth(path), seed=i))
     table = search_table(study.trials, study.plan.objective, study.plan.base.epochs)
-    family = int((~table.baseline).sum())
-    done = versus_baseline(table[table.status == COMPLETED], study.mode, family)
-    done = done.sort_values("objective", ascending=False)
-    shown = done.head(TOP)
-    base = objective_per_seed(done[done.baseline].iloc[0])
+    family = sum(not r.baseline for r in table)
+    done = by_objective(versus_baseline([r for r in table if r.status == COMPLETED], study.plan.mode, family), "max")
+    shown = done[:TOP]
+    base = next(x.trial for x in done if x.trial.baseline).objective_seeds
     unadjusted = False
-    for _, r in shown[~shown.baseline].iterrows():
-        mine = objective_per_seed(r)
+    for r in (x.trial for x in shown if not x.trial.baseline):
+        mine = r.objective_seeds
         seeds = sorted(set(mine) & set(base))
         unadjusted |= stats.verdict(stats.paired_difference([mine[s] for s in seeds], [base[s] for s in seeds])) == (
             stats.BETTER
         )
-    return bool((shown.beyond_noise == "above").any()), unadjusted
+    return any(x.beyond_noise == "above" for x in shown), unadjusted
 
 
 def screen(args: argparse.Namespace) -> int:

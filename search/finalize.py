@@ -73,7 +73,7 @@ def main() -> int:
     )
     check_tracking_uri(cfg.tracking_uri)
     result = finalize(cfg, trial_kind)
-    build_report(cfg.study, cfg.tracking_uri, run_name=result.name, out_dir=cfg.out_dir, final=result)
+    build_report(cfg.study, cfg.tracking_uri, trial_kind, run_name=result.name, out_dir=cfg.out_dir, final=result)
     return 0
 
 

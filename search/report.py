@@ -31,7 +31,11 @@ def main() -> int:
     from search.tracking.runs import check_tracking_uri
 
     check_tracking_uri(args.tracking_uri)
-    build_report(get_study(args.study).name, args.tracking_uri, args.name, args.out, args.top)
+    # here, not at the top: the trial kinds import Ray, which importing the report does not (tests/search/
+    # test_layout.py); a report run needs its study's kind only for the note that heads it
+    from search.simulation.kind import trial_kind
+
+    build_report(get_study(args.study).name, args.tracking_uri, trial_kind, args.name, args.out, args.top)
     return 0
 
 

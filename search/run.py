@@ -309,7 +309,9 @@ def main() -> int:
             why = str(exc)
     report = None
     if plan.report:
-        report = build_report(plan.study.name, plan.stores.tracking_uri, run_name=study.name, final=final, echo=False)
+        report = build_report(
+            plan.study.name, plan.stores.tracking_uri, trial_kind, run_name=study.name, final=final, echo=False
+        )
         report = report["markdown"]
     elif final is not None:
         print(final.markdown())

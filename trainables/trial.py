@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from trainables.config import TrainConfig
+from trainables.config import ConfigError, TrainConfig
 from trainables.fidelity import FIDELITY, SeedSchedule
 
 NESTED = "trial"  # finalize's grid_search over whole configs nests each under this key
@@ -53,19 +53,30 @@ class TrialConfig:
         """A Tune trial's config read back (a config finalize nested under ``trial`` lifted first)."""
         flat = {**config, **config.get(NESTED, {})}
         train = flat.get("train")
-        return cls(
-            train=None if train is None else TrainConfig.from_dict(train),
-            seeds=tuple(int(s) for s in flat.get("seeds", ())),
-            key=str(flat.get("key", "")),
-            label=str(flat.get("label", "")),
-            baseline=bool(flat.get("baseline", False)),
-            number=flat.get("number"),
-            choices=dict(flat.get("choices", {})),
-            metric=str(flat.get("metric") or ""),
-            kind=str(flat.get("kind", "")),
-            final_for=str(flat.get("final_for", "")),
-            fidelity=flat.get(FIDELITY) or None,
-        )
+        try:
+            return cls(
+                train=None if train is None else TrainConfig.from_dict(train),
+                seeds=tuple(int(s) for s in flat.get("seeds", ())),
+                key=str(flat.get("key", "")),
+                label=str(flat.get("label", "")),
+                baseline=bool(flat.get("baseline", False)),
+                number=None if flat.get("number") is None else int(flat["number"]),
+                choices=dict(flat.get("choices", {})),
+                metric=str(flat.get("metric") or ""),
+                kind=str(flat.get("kind", "")),
+                final_for=str(flat.get("final_for", "")),
+                fidelity=flat.get(FIDELITY) or None,
+            )
+        except ConfigError:
+            raise
+        except (TypeError, ValueError) as exc:  # a train dict short of a field, a seed or number not a number
+            raise ConfigError(f"Tune trial config {sorted(flat)}: not a trial's ({exc})") from None
+
+    def training(self) -> TrainConfig:
+        """:attr:`train`, which every trial's config has (only the param space leaves it out)."""
+        if self.train is None:
+            raise ConfigError(f"Tune trial config {self.label or self.key or '?'}: no 'train' (a param space?)")
+        return self.train
 
     def schedule(self) -> SeedSchedule:
         """The seeds this trial trains at each epoch (every seed for the baseline, or without a schedule)."""

@@ -24,11 +24,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
-import pandas as pd
-
 from search.answer import stats
 from search.answer.power import detectable_gain
 from search.answer.sequential import Design, Look, boundaries, schedule
+from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical
 from trainables.config import TrainConfig
 
@@ -197,7 +196,7 @@ class Contender:
     """One side of a final comparison: a config and its scores per final seed."""
 
     role: str  # "winner" (best multitask trial), "opponent" (best single-task trial) or "ablation"
-    row: pd.Series  # the trial's row of tracking.trial_table (the ablation: a row made for it)
+    row: TrialRecord  # the trial's record in the trial table (the ablation: a record made for it)
     config: TrainConfig
     dev: dict[int, float] = field(default_factory=dict)  # seed -> dev objective
     test: dict[str, dict[int, float]] = field(default_factory=dict)  # metric -> seed -> test score

@@ -155,7 +155,7 @@ def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
     """One claim: its question, the two configs and every difference, the table, the verdict."""
     o, h = claim.other, claim.headline
     differs = "; ".join(claim.differences) or "nothing"
-    dev = o.row.get("objective", math.nan)
+    dev = o.row.objective
     lines = [
         "",
         f"### ({letter(claim)}) {claim.question}",

@@ -6,71 +6,58 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
 from search.answer.claims import Contender
 from search.tracking.outcome import COMPLETED
-from search.tracking.records import CONFIG_ARTIFACT, objective_per_seed, strip_mean
+from search.tracking.records import CONFIG_ARTIFACT, strip_mean
+from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical_key
 from trainables.config import ConfigError, TrainConfig
-from trainables.results import parse_seed_key, per_seed
+from trainables.results import parse_seed_key
 
 logger = logging.getLogger(__name__)
 
 
 # -- choosing ---------------------------------------------------------------------
-def single_task(table: pd.DataFrame) -> pd.Series:
-    """Which rows trained the primary alone: the baseline, and trials whose space left every auxiliary off."""
-    return table.baseline.astype(bool) | (table.get("auxiliary", pd.Series("", index=table.index)) == "none")
-
-
-def choose(table: pd.DataFrame, mode: str) -> tuple[pd.Series, pd.Series]:
+def choose(table: Sequence[TrialRecord], mode: str) -> tuple[TrialRecord, TrialRecord]:
     """The two sides of "does multitask training help the primary?", both chosen on dev (seed mean):
     the best completed trial with at least one auxiliary task, and the best completed single-task
     trial (the baseline, or one whose lr and warm-up the search tuned): both had the search's tuning,
     and may differ in every setting it chose (claim (a) names them; claim (b), the ablation, isolates
-    the auxiliary tasks)."""
-    done = table[(table.status == COMPLETED) & np.isfinite(table.objective.astype(float))]
-    done = done.sort_values("objective", ascending=(mode == "min"), kind="stable")
-    alone = single_task(done)
-    if not alone.any():
+    the auxiliary tasks). Ties keep the table's order."""
+    done = [r for r in table if r.status == COMPLETED and math.isfinite(r.objective)]
+    done.sort(key=lambda r: r.objective, reverse=(mode != "min"))  # stable, descending too
+    alone = [r for r in done if r.single_task]
+    if not alone:
         raise ConfigError("the study has no completed single-task trial yet: continue it with --resume first")
-    if alone.all():
+    multitask = [r for r in done if not r.single_task]
+    if not multitask:
         raise ConfigError("the study has no completed multitask trial yet: continue it with --resume first")
-    return done[~alone].iloc[0], done[alone].iloc[0]
+    return multitask[0], alone[0]
 
 
-def ablation_row(winner: pd.Series, config: TrainConfig) -> pd.Series:
-    """The ablation's row (it is no trial of the search): its label, its own run id for ``final_for``
+def ablation_row(winner: TrialRecord, config: TrainConfig) -> TrialRecord:
+    """The ablation's record (it is no trial of the search): its label, its own run id for ``final_for``
     (its final runs are found again by it) and the ablated config's canonical key."""
-    return pd.Series(
-        {
-            "label": f"{winner.label} without auxiliary tasks",
-            "run_id": f"{winner.run_id}-ablation",
-            "canonical_key": canonical_key(config),
-            "baseline": False,
-            "objective": float("nan"),
-            "objective_std": float("nan"),
-        }
+    return TrialRecord(
+        run_id=f"{winner.run_id}-ablation", label=f"{winner.label} without auxiliary tasks", key=canonical_key(config)
     )
 
 
-def search_collapses(table: pd.DataFrame, floor: float) -> tuple[tuple[int, int], tuple[int, int]]:
+def search_collapses(table: Sequence[TrialRecord], floor: float) -> tuple[tuple[int, int], tuple[int, int]]:
     """Seed runs of the search at or below ``floor`` (the dev majority rate) or not finite, out of all its
-    seed runs, per side: (multitask, single-task), each ``(collapsed, runs)``, at each trial's last report."""
-    columns = [c for c in table.columns if isinstance(c, str) and c.startswith("objective/seed")]
-    if not columns or table.empty:
-        return (0, 0), (0, 0)
-    values = table[columns].to_numpy(dtype=float)
-    ran = ~np.isnan(values)  # NaN: the seed never reported (seeds as a fidelity, or a failed trial)
-    fell = ran & (np.isinf(values) | ((values <= floor) if np.isfinite(floor) else False))
-    alone = single_task(table).to_numpy()
-    return (int(fell[~alone].sum()), int(ran[~alone].sum())), (int(fell[alone].sum()), int(ran[alone].sum()))
+    seed runs, per side: (multitask, single-task), each ``(collapsed, runs)``, at each trial's last report
+    (a seed that never reported, under seeds as a fidelity or in a failed trial, is no run)."""
+    counts = {True: [0, 0], False: [0, 0]}  # single task? -> [collapsed, runs]
+    for r in table:
+        for value in r.objective_seeds.values():
+            counts[r.single_task][0] += math.isinf(value) or (math.isfinite(floor) and value <= floor)
+            counts[r.single_task][1] += 1
+    return (counts[False][0], counts[False][1]), (counts[True][0], counts[True][1])
 
 
 def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:
@@ -80,49 +67,36 @@ def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:
     return list(range(first, first + k))
 
 
-def complete_finals(finals: pd.DataFrame, run_id: str, epochs: int) -> list[pd.Series]:
+def complete_finals(finals: Sequence[TrialRecord], run_id: str, epochs: int) -> list[TrialRecord]:
     """Earlier finalize runs of ``run_id`` that trained every epoch; a stopped or failed one is retrained."""
-    if finals.empty:
-        return []
-    mine = finals[(finals.final_for == run_id) & (finals.status == COMPLETED) & (finals.epochs >= epochs)]
-    return [r for _, r in mine.iterrows()]
+    return [r for r in finals if r.final_for == run_id and r.status == COMPLETED and r.epochs >= epochs]
 
 
-def test_metrics_of(row: pd.Series, primary: str) -> list[str]:
-    """The primary's test metrics a row holds per seed, in first-seen order."""
-    return test_metric_names(row.index, primary)
-
-
-def primary_test_metrics(table: pd.DataFrame, primary: str) -> list[str]:
-    """The primary task's test metrics that hold per-seed values, in first-seen order."""
-    return test_metric_names(table.columns, primary)
-
-
-def test_metric_names(keys, primary: str) -> list[str]:
-    """``semeval/test/acc_4way/seed<S>`` keys -> ``acc_4way``, each once, in first-seen order."""
+def primary_test_metrics(row: TrialRecord, primary: str) -> list[str]:
+    """The primary's test metrics ``row`` holds per seed (``semeval/test/acc_4way/seed<S>`` -> ``acc_4way``),
+    each once, in first-seen order."""
     prefix = f"{primary}/test/"
     names: dict[str, None] = {}
-    for key in keys:
-        parsed = parse_seed_key(key) if isinstance(key, str) else None
+    for key in row.metrics:
+        parsed = parse_seed_key(key)
         if parsed and parsed[0].startswith(prefix):
             names[parsed[0][len(prefix) :]] = None
     return list(names)
 
 
-def collect(contender: Contender, rows: list[pd.Series], primary: str, seeds: Sequence[int]) -> None:
+def collect(contender: Contender, rows: Sequence[TrialRecord], primary: str, seeds: Sequence[int]) -> None:
     """Per-seed dev objective and test scores of ``rows`` (finalize's runs) for ``seeds`` only."""
     for row in rows:
-        metrics = test_metrics_of(row, primary)
-        for seed, value in objective_per_seed(row).items():
-            tests = {m: per_seed(row, f"{primary}/test/{m}").get(seed) for m in metrics}
+        metrics = primary_test_metrics(row, primary)
+        for seed, value in row.objective_seeds.items():
+            tests = {m: row.seeded(f"{primary}/test/{m}").get(seed) for m in metrics}
             if seed not in seeds or seed in contender.dev or not metrics or any(v is None for v in tests.values()):
                 continue  # a final seed counts once, and only with every test score
             contender.dev[seed] = value
             for m, v in tests.items():
                 contender.test.setdefault(m, {})[seed] = float(v)  # type: ignore[arg-type]
-            checkpoint = row.get("checkpoint_dir")
-            if isinstance(checkpoint, str) and checkpoint:
-                contender.checkpoints[seed] = f"{checkpoint.rstrip('/')}/seed-{seed}.pt"
+            if row.checkpoint:
+                contender.checkpoints[seed] = f"{row.checkpoint.rstrip('/')}/seed-{seed}.pt"
 
 
 def objective_metric_of(objective: str, primary: str) -> str | None:

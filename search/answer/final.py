@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 
 from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
 from search.answer.comparison import FinalResult
@@ -58,7 +59,7 @@ def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
     name = parent.data.tags.get(rec.TUNE_EXPERIMENT_TAG, parent.info.run_name)
     primary = get_study(cfg.study).primary_name
     table = trial_table(client, experiment.experiment_id, parent)
-    if table.empty:
+    if not table:
         raise ConfigError(f"study run {name} has no trials in MLflow yet")
     seeds = final_seeds(invocation.seeds, cfg.seeds)
     finals = trial_table(client, experiment.experiment_id, parent, kind=rec.FINAL_KIND)
@@ -67,15 +68,19 @@ def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
     opponent = Contender("opponent", opponent_row, trial_config(client, opponent_row.run_id))
     ablated = ablation_config(winner.config)
     contenders = [winner, opponent]
-    if ablation_row(winner.row, ablated).canonical_key != opponent.row.canonical_key:  # else: the opponent is it
+    if ablation_row(winner.row, ablated).key != opponent.row.key:  # else: the opponent is it
         contenders.append(Contender(ABLATION, ablation_row(winner.row, ablated), ablated))
     for c in contenders:
         row = c.row
-        earlier = complete_finals(finals, row.run_id, c.config.epochs)
-        for r in earlier:
-            r["checkpoint_dir"] = final_checkpoint(
-                invocation.tune_path, client.get_run(r.run_id).data.tags.get(rec.TRIAL_ID_TAG)
+        earlier = [
+            replace(
+                r,
+                checkpoint=final_checkpoint(
+                    invocation.tune_path, client.get_run(r.run_id).data.tags.get(rec.TRIAL_ID_TAG)
+                ),
             )
+            for r in complete_finals(finals, row.run_id, c.config.epochs)
+        ]
         collect(c, earlier, primary, seeds)
         logger.info("%s: %s (dev %s)", c.role, row.label, fmt(row.objective, row.objective_std))
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}

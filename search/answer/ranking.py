@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +16,8 @@ import pandas as pd
 from search.answer import stats
 from search.answer.text import fmt
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED
-from search.tracking.records import OBJECTIVE, objective_per_seed, strip_mean
+from search.tracking.records import strip_mean
+from search.tracking.trial_record import TrialRecord
 from spaces import get_study
 from trainables.config import TrainConfig
 
@@ -31,32 +34,54 @@ class Context:
     preset_lr: float | None = None  # the baseline's lr unless the study's lr range moved it
 
 
-def versus_baseline(done: pd.DataFrame, mode: str, family: int = 0) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Ranked:
+    """A completed trial against the baseline on dev: Δ absolute and relative (%), the paired interval
+    over seeds, and the dev screen's word."""
+
+    trial: TrialRecord
+    delta: float
+    delta_rel: float  # %; NaN where the baseline is near zero
+    low: float
+    high: float
+    beyond_noise: str
+
+
+def versus_baseline(done: Sequence[TrialRecord], mode: str, family: int = 0) -> list[Ranked]:
     """Δ against the baseline per trial: absolute, relative (withheld near zero) and paired over seeds,
     and the dev screen: Holm's step-down at a family-wise 5% over ``family`` trials (at least those of
     ``done``): every trial the search ran, stopped ones too. ASHA completes the trials whose early
     dev scores were best, and a seed's luck lasts through its epochs: the completed trials are the
     top of the whole family, and a family of the completed ones alone would call them above too often
     (a stopped trial counts as tested and not rejected)."""
-    done = done.copy()
-    baseline = done[done.baseline]
-    base = float(baseline.objective.iloc[0]) if len(baseline) else math.nan
-    base_seeds = objective_per_seed(baseline.iloc[0]) if len(baseline) else {}
-    done["delta"] = done.objective - base
-    done["delta_rel_%"] = [100 * stats.relative_change(d, base) for d in done.delta]
+    baseline = [r for r in done if r.baseline]
+    base = float(baseline[0].objective) if baseline else math.nan
+    base_seeds = baseline[0].objective_seeds if baseline else {}
     diffs = []
-    for _, r in done.iterrows():
-        mine = objective_per_seed(r)
+    for r in done:
+        mine = r.objective_seeds
         shared = sorted(set(mine) & set(base_seeds))
         diffs.append(stats.paired_difference([mine[s] for s in shared], [base_seeds[s] for s in shared]))
-    tested = [not b and d.n >= stats.MIN_PAIRS for b, d in zip(done.baseline, diffs)]
+    tested = [not r.baseline and d.n >= stats.MIN_PAIRS for r, d in zip(done, diffs)]
     pvalues = [stats.p_value(d) for d, t in zip(diffs, tested) if t]
     rejected = iter(stats.holm(pvalues + [math.nan] * max(0, family - len(pvalues)), SCREEN_ALPHA))
-    done["delta_low"], done["delta_high"] = [d.low for d in diffs], [d.high for d in diffs]
-    done["beyond_noise"] = [
-        "–" if b else screen(d, mode, next(rejected) if t else False) for b, d, t in zip(done.baseline, diffs, tested)
+    return [
+        Ranked(
+            r,
+            r.objective - base,
+            100 * stats.relative_change(r.objective - base, base),
+            d.low,
+            d.high,
+            "–" if r.baseline else screen(d, mode, next(rejected) if t else False),
+        )
+        for r, d, t in zip(done, diffs, tested)
     ]
-    return done
+
+
+def by_objective(ranked: Sequence[Ranked], mode: str) -> list[Ranked]:
+    """Best first (``mode``'s direction), a trial without an objective last; ties keep their order."""
+    sign = -1.0 if mode == "max" else 1.0
+    return sorted(ranked, key=lambda x: (math.isnan(x.trial.objective), sign * x.trial.objective))
 
 
 SCREEN_ALPHA = 0.05  # family-wise, two-sided, over every completed trial against the baseline
@@ -106,29 +131,48 @@ class Scope:
 
 
 def ranking(
-    table: pd.DataFrame, study_name: str, objective: str, mode: str, top: int, context: Context = Context()
+    table: Sequence[TrialRecord],
+    study_name: str,
+    objective: str,
+    mode: str,
+    top: int,
+    context: Context = Context(),
 ) -> tuple[pd.DataFrame, str]:
-    """The ranked table (top configs, the baseline, published results) as a frame and as Markdown."""
+    """The ranked table (top configs, the baseline, published results) as a frame (``report.csv``) and as
+    Markdown."""
     study = get_study(study_name)
-    family = int((~table.baseline.astype(bool)).sum())  # every trial the search ran but the baseline
-    done = versus_baseline(table[table.status == COMPLETED], mode, family)
-    done = done.sort_values(OBJECTIVE, ascending=(mode == "min"))
-    baseline = done[done.baseline]
+    family = sum(not r.baseline for r in table)  # every trial the search ran but the baseline
+    done = by_objective(versus_baseline([r for r in table if r.status == COMPLETED], mode, family), mode)
+    baseline = [x for x in done if x.trial.baseline]
     scope = Scope.of(objective, study.primary_name)
     lines = header_lines(table, study_name, objective, mode, context)
     # the floor of the objective's metric, or of the study's own where the objective is not a dev score
     lines += floor_lines(baseline, context, scope.metric if scope.on_dev else study.metric, study.primary_name)
-    if len(baseline):
-        lines += ["", baseline_lr(float(baseline.lr.iloc[0]), context.preset_lr)]
-    shown = pd.concat([done.head(top), baseline]).drop_duplicates("canonical_key") if len(baseline) else done.head(top)
+    if baseline:
+        lines += ["", baseline_lr(float(baseline[0].trial.lr), context.preset_lr)]
+    shown = first_of_each_key(done[:top] + baseline) if baseline else done[:top]
     trial_lines, csv_rows = trial_rows(done, shown, objective, scope)
     published_lines, published_csv = published_rows(study, scope)
     return pd.DataFrame(csv_rows + published_csv), "\n".join(lines + trial_lines + published_lines) + "\n"
 
 
-def header_lines(table: pd.DataFrame, study_name: str, objective: str, mode: str, context: Context) -> list[str]:
+def first_of_each_key(ranked: Sequence[Ranked]) -> list[Ranked]:
+    """``ranked`` with a config key seen before dropped (the baseline among the top is shown once)."""
+    seen: set[str] = set()
+    out = []
+    for x in ranked:
+        if x.trial.key not in seen:
+            seen.add(x.trial.key)
+            out.append(x)
+    return out
+
+
+def header_lines(
+    table: Sequence[TrialRecord], study_name: str, objective: str, mode: str, context: Context
+) -> list[str]:
     """Title, the preset's scope, the final table, and what the ranking's columns mean."""
-    seeds = int(table.seeds.map(lambda s: len(str(s).split(","))).max()) if len(table) else 0
+    seeds = max((len(str(r.seeds).split(",")) for r in table), default=0)
+    status = Counter(r.status for r in table)
     lines = [f"# Study `{study_name}`: objective `{objective}` ({mode})", ""]
     if context.preset_note:
         lines += [f"*{context.preset_note}*", ""]
@@ -136,8 +180,8 @@ def header_lines(table: pd.DataFrame, study_name: str, objective: str, mode: str
     return lines + [
         "## Search ranking (dev)",
         "",
-        f"{len(table)} trials: {int((table.status == COMPLETED).sum())} completed, "
-        f"{int((table.status == PRUNED).sum())} pruned by ASHA, {int((table.status == FAILED).sum())} failed. "
+        f"{len(table)} trials: {status[COMPLETED]} completed, "
+        f"{status[PRUNED]} pruned by ASHA, {status[FAILED]} failed. "
         f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
         f'{stats.METHOD} interval of the per-seed differences (per trial, not adjusted). "dev screen" says '
         '"above" or "below" only where Holm\'s step-down over every trial of the search, stopped ones too '
@@ -149,12 +193,12 @@ def header_lines(table: pd.DataFrame, study_name: str, objective: str, mode: str
     ]
 
 
-def floor_lines(baseline: pd.DataFrame, context: Context, metric: str, primary: str) -> list[str]:
+def floor_lines(baseline: Sequence[Ranked], context: Context, metric: str, primary: str) -> list[str]:
     """The majority rate of ``metric`` on the dev rows, and whether the baseline is above it."""
-    if not len(baseline) or context.majority.get(metric) is None:
+    if not baseline or context.majority.get(metric) is None:
         return []
     floor = context.majority[metric]
-    base = float(baseline.iloc[0].get(f"{primary}/dev/{metric}", math.nan))
+    base = baseline[0].trial.mean(f"{primary}/dev/{metric}")
     where = "above" if base > floor else "NOT above"
     return [
         "",
@@ -165,7 +209,7 @@ def floor_lines(baseline: pd.DataFrame, context: Context, metric: str, primary: 
 
 
 def trial_rows(
-    done: pd.DataFrame, shown: pd.DataFrame, objective: str, scope: Scope
+    done: Sequence[Ranked], shown: Sequence[Ranked], objective: str, scope: Scope
 ) -> tuple[list[str], list[dict[str, Any]]]:
     """The ranking's Markdown table and its CSV rows (``report.csv``)."""
     metric, test_key = scope.metric, scope.test_key
@@ -176,32 +220,34 @@ def trial_rows(
         "|---|---|---|---|---|---|---|---|",
     ]
     csv_rows = []
-    for _, r in shown.iterrows():
-        rank = int(done.index.get_loc(r.name)) + 1 if r.name in done.index else "-"
+    ranks = {id(x): i + 1 for i, x in enumerate(done)}
+    for x in shown:
+        r, rank = x.trial, ranks.get(id(x), "-")
         label = f"**{r.label}**" if r.baseline else r.label
-        interval = "" if r.delta_low != r.delta_low else f" [{r.delta_low:+.4f}, {r.delta_high:+.4f}]"
-        rel = "–" if r["delta_rel_%"] != r["delta_rel_%"] else f"{r['delta_rel_%']:+.2f}%"
+        interval = "" if x.low != x.low else f" [{x.low:+.4f}, {x.high:+.4f}]"
+        rel = "–" if x.delta_rel != x.delta_rel else f"{x.delta_rel:+.2f}%"
+        test_mean, test_std = r.mean(test_key), r.std(test_key)
         lines.append(
-            f"| {rank} | {label} | {fmt(r.objective, r.objective_std)} | {r.delta:+.4f}{interval} | {r.beyond_noise} | "
-            f"{rel} | {fmt(r.get(test_key, math.nan), r.get(test_key + ' std', math.nan))} | {int(r.epochs)} |"
+            f"| {rank} | {label} | {fmt(r.objective, r.objective_std)} | {x.delta:+.4f}{interval} | {x.beyond_noise} | "
+            f"{rel} | {fmt(test_mean, test_std)} | {int(r.epochs)} |"
         )
         csv_rows.append(
             {
                 "rank": rank,
                 "source": "baseline" if r.baseline else "search",
                 "config": r.label,
-                "canonical_key": r.canonical_key,
+                "canonical_key": r.key,
                 "objective": objective,
                 "objective_mean": r.objective,
                 "objective_std": r.objective_std,
-                "delta_abs": r.delta,
-                "delta_low": r.delta_low,
-                "delta_high": r.delta_high,
-                "beyond_noise": r.beyond_noise,
-                "delta_rel_%": r["delta_rel_%"],
+                "delta_abs": x.delta,
+                "delta_low": x.low,
+                "delta_high": x.high,
+                "beyond_noise": x.beyond_noise,
+                "delta_rel_%": x.delta_rel,
                 "test_metric": test_key,
-                "test_mean": r.get(test_key, math.nan),
-                "test_std": r.get(test_key + " std", math.nan),
+                "test_mean": test_mean,
+                "test_std": test_std,
                 "epochs": int(r.epochs),
                 "seeds": r.seeds,
             }

@@ -59,7 +59,7 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
                 "trial": str(chosen.row.label),
                 "role": chosen.role,
                 "seed": str(seed),
-                "canonical_key": str(chosen.row.canonical_key),
+                "canonical_key": chosen.row.key,
                 "verdict": result.verdicts(),
             },
             card,

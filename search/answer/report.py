@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
 
 from search.answer.plots import objective_curves, plots
 from search.answer.ranking import Context, ranking
@@ -19,18 +22,20 @@ from search.tracking.runs import find_parent, trial_table
 from spaces import get_study
 from trainables.config import ConfigError, TrainConfig
 
+if TYPE_CHECKING:
+    from search.study.kind import Kinds  # the kinds import Ray, which the report does not (test_layout)
+
 logger = logging.getLogger(__name__)
 
 
-def context_of(client, study: str, parent, final=None) -> Context:
-    """The preset's scope, the majority floor (parent metrics ``majority/dev/...``) and the final table
-    (given, or the one an earlier finalize logged as ``report/final.md``)."""
+def context_of(client, study: str, parent, kinds: Kinds, final=None) -> Context:
+    """The preset's scope as the study's trial kind heads it, the majority floor (parent metrics
+    ``majority/dev/...``) and the final table (given, or the one an earlier finalize logged as
+    ``report/final.md``)."""
     try:
         invocation = Invocation.from_params(parent.data.params)
         preset = get_study(study).preset(invocation.preset)
-        note, preset_lr = preset.note, preset.lr or TrainConfig.lr
-        if invocation.simulate:
-            note = f"SIMULATED study: every score comes from the truth {invocation.simulate}, no model trained. {note}"
+        note, preset_lr = kinds(invocation.simulate).study_note(preset.note), preset.lr or TrainConfig.lr
     except ConfigError:
         note, preset_lr = "", None
     majority = rec.majority_of(parent.data.metrics)
@@ -49,6 +54,7 @@ def context_of(client, study: str, parent, final=None) -> Context:
 def build_report(
     study: str,
     tracking_uri: str,
+    kinds: Kinds,
     run_name: str | None = None,
     out_dir: str = "results",
     top: int = 10,
@@ -63,20 +69,21 @@ def build_report(
     invocation = Invocation.from_params(parent.data.params)
     objective, mode = invocation.objective, invocation.mode
     table = trial_table(client, experiment.experiment_id, parent)
-    if table.empty:
+    if not table:
         raise ConfigError(f"study run {parent.info.run_name} has no trials in MLflow yet")
     out = Path(out_dir) / study / parent.info.run_name
     out.mkdir(parents=True, exist_ok=True)
-    context = context_of(client, study, parent, final)
+    context = context_of(client, study, parent, kinds, final)
     ranked, markdown = ranking(table, study, objective, mode, top, context)
     seeds = len(invocation.seeds)
     paths = {"csv": out / "report.csv", "markdown": out / "report.md", "trials": out / "trials.csv"}
     study_metric = objective[: -len("/mean")].rpartition("/")[2] if objective.endswith("/mean") else ""
     majority = context.majority.get(study_metric) if "/dev/" in objective else None
-    figures = plots(table, out, objective, mode, seeds, majority, curves=objective_curves(client, table))
+    frame = pd.DataFrame([r.columns() for r in table])  # the plots' and trials.csv's table
+    figures = plots(frame, out, objective, mode, seeds, majority, curves=objective_curves(client, frame))
     markdown += "\n## Plots\n\n" + "\n".join(f"![{p.stem.replace('_', ' ')}]({p.name})" for p in figures) + "\n"
     ranked.to_csv(paths["csv"], index=False)  # the table of report.md
-    table.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
+    frame.drop(columns=["start_time"]).to_csv(paths["trials"], index=False)  # every trial, every metric
     paths["markdown"].write_text(markdown)
     if final is not None:
         from search.answer.comparison import final_frame

@@ -4,11 +4,10 @@ tracker (runs tagged ``kind=final``, ``final_for`` the trial's run), then read b
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
 from typing import Any
-
-import pandas as pd
 
 from search.answer.claims import Contender
 from search.answer.config import FinalizeConfig
@@ -17,9 +16,10 @@ from search.answer.text import list_text
 from search.study.kind import TrialKind
 from search.tracking import records as rec
 from search.tracking.records import Invocation
+from search.tracking.trial_record import TrialRecord
 from trainables.cli import mask_credentials
 from trainables.config import TrainConfig
-from trainables.results import per_seed
+from trainables.results import parse_seed_key
 from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def train_missing(
         point = TrialConfig.of_tune(result.config)
         c = by_run[point.final_for]
         check_complete(result, c.config, point.label, cfg.study, study_experiment)
-        collect(c, [result_row(result, list(point.seeds), invocation.objective)], primary, seeds)
+        collect(c, [result_row(result, point.label, list(point.seeds), invocation.objective)], primary, seeds)
         c.trained = list(point.seeds)
 
 
@@ -60,9 +60,9 @@ def final_point(c: Contender, seeds: list[int], objective: str) -> dict[str, Any
     return TrialConfig(
         train=c.config.with_(evaluate_test=True),
         seeds=tuple(seeds),
-        key=c.row.canonical_key,
+        key=c.row.key,
         label=f"final {c.role} {c.row.label} seeds {list_text(seeds)}",
-        baseline=bool(c.row.baseline),
+        baseline=c.row.baseline,
         kind=rec.FINAL_KIND,
         final_for=c.row.run_id,
         metric=objective,
@@ -123,12 +123,18 @@ def check_complete(result, config: TrainConfig, label: str, study: str, study_ex
         raise RuntimeError(f"finalize could not train {label}: {result.error or 'stopped early'}")
 
 
-def result_row(result, seeds: list[int], objective: str) -> pd.Series:
-    """A final run's last result as a trial-table row (``objective``, ``objective/seed<S>``, scores)."""
-    row = pd.Series(dict(result.metrics))
-    row[rec.OBJECTIVE] = result.metrics.get(objective)
-    for seed, value in per_seed(result.metrics, rec.strip_mean(objective)).items():
-        if seed in seeds:
-            row[rec.objective_seed_key(seed)] = value
-    row["checkpoint_dir"] = result.checkpoint.path if result.checkpoint else ""
-    return row
+def result_row(result, label: str, seeds: list[int], objective: str) -> TrialRecord:
+    """A final run's last result as a record: its objective, and its scores of ``seeds`` only."""
+    metrics = {}
+    for key, value in result.metrics.items():
+        seeded = parse_seed_key(key) if isinstance(key, str) else None
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and (not seeded or seeded[1] in seeds):
+            metrics[key] = float(value)
+    return TrialRecord(
+        run_id="",
+        label=label,
+        objective=float(result.metrics.get(objective, math.nan)),
+        checkpoint=result.checkpoint.path if result.checkpoint else "",
+        objective_metric=rec.strip_mean(objective),
+        metrics=metrics,
+    )

@@ -124,7 +124,7 @@ class Backend:
             self._finished = True
             return
         trial = SimTrial(trial_id, {"seeds": list(self.seeds), **suggestion}, number=len(self._all))
-        self._configs[trial_id] = TrainConfig.from_dict(suggestion["train"])
+        self._configs[trial_id] = trial.trial_config.training()
         self._all.append(trial)
         self._by_id[trial_id] = trial
         self.scheduler.on_trial_add(self._controller, trial)
@@ -148,7 +148,7 @@ class Backend:
     def report(self, trial: SimTrial, epoch: int, seeds: list[int], cost: int) -> None:
         """One epoch's result through the scheduler and the searcher, as Tune's controller passes it."""
         self.spent += cost
-        key = str(trial.config.get("key", ""))
+        key = trial.trial_config.key
         result = epoch_result(
             self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id
         )

@@ -24,7 +24,6 @@ from dataclasses import replace
 
 import numpy as np
 import optuna
-import pandas as pd
 
 from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
 from search.answer.contenders import choose, collect, final_seeds, objective_metric_of, search_collapses
@@ -35,12 +34,11 @@ from search.simulation.study import simulate
 from search.simulation.truth import load_truth, resolve_truth
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
-from search.tracking.outcome import outcome_of
-from search.tracking.records import OBJECTIVE, TrialParams, objective_seed_key, strip_mean
+from search.tracking.records import strip_mean
+from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical_key
 from trainables.cli import run_main
-from trainables.config import ConfigError, TrainConfig
-from trainables.results import per_seed
+from trainables.config import ConfigError
 
 # the regimes of docs/verdict.md: each a Simulation (scores in accuracy units, 0.01 = 1 pp)
 REGIMES: dict[str, Simulation] = {
@@ -62,27 +60,9 @@ REGIMES: dict[str, Simulation] = {
 
 
 # -- one study through the real search ------------------------------------------------
-def search_table(trials, objective: str, epochs: int) -> pd.DataFrame:
-    """The ended trials as ``search.tracking.runs.trial_table`` rows: status, side, objective per seed."""
-    rows = []
-    for t in trials:
-        config = TrainConfig.from_dict(t.config["train"])
-        seeds = per_seed(t.last_result, strip_mean(objective))
-        rows.append(
-            {
-                "trial": t.number,
-                "label": t.config.get("label", t.trial_id),
-                "run_id": t.trial_id,
-                "status": outcome_of(t.last_result, epochs),
-                "baseline": bool(t.config.get("baseline", False)),
-                "auxiliary": TrialParams.of(config, t.seeds).aux,
-                "canonical_key": t.config.get("key", t.trial_id),
-                OBJECTIVE: float(t.last_result.get(objective, math.nan)),
-                "objective_std": math.nan,
-                **{objective_seed_key(s): v for s, v in seeds.items()},
-            }
-        )
-    return pd.DataFrame(rows)
+def search_table(trials, objective: str, epochs: int) -> tuple[TrialRecord, ...]:
+    """The ended trials as the trial table holds them: status, side, objective per seed."""
+    return tuple(TrialRecord.of_ended(t, objective, epochs) for t in trials)
 
 
 def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> list[Outcome]:
@@ -95,22 +75,19 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
     table = search_table(study.trials, study.plan.objective, epochs)
     winner_row, opponent_row = choose(table, study.plan.mode)
     by_id = {t.trial_id: t for t in study.trials}
-    configs = {
-        r: TrainConfig.from_dict(by_id[row.run_id].config["train"])
-        for r, row in (("w", winner_row), ("o", opponent_row))
-    }
+    configs = {r: by_id[row.run_id].trial_config.training() for r, row in (("w", winner_row), ("o", opponent_row))}
     ablated = ablation_config(configs["w"])
     seeds = final_seeds(list(study.plan.seeds), looks[-1])
     sides = {}
     for role, row, config, key in (
-        ("winner", winner_row, configs["w"], winner_row.canonical_key),
-        ("opponent", opponent_row, configs["o"], opponent_row.canonical_key),
-        (ABLATION, pd.Series({"label": "ablation"}), ablated, canonical_key(ablated)),
+        ("winner", winner_row, configs["w"], winner_row.key),
+        ("opponent", opponent_row, configs["o"], opponent_row.key),
+        (ABLATION, TrialRecord(run_id="", label="ablation"), ablated, canonical_key(ablated)),
     ):
         c = Contender(role, row, config)
         scores = truth.trial_metrics(config.with_(evaluate_test=True), key, seeds, config.epochs, study.plan.objective)
-        dev = per_seed(scores, strip_mean(study.plan.objective))
-        collect(c, [pd.Series({**scores, **{objective_seed_key(s): v for s, v in dev.items()}})], truth.primary, seeds)
+        final = TrialRecord(row.run_id, row.label, objective_metric=strip_mean(study.plan.objective), metrics=scores)
+        collect(c, [final], truth.primary, seeds)
         sides[role] = c
     floor = dict(truth.majority)
     risk = Risk(*search_collapses(table, floor.get(metric, math.nan)))

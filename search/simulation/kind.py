@@ -32,6 +32,9 @@ class SimulatedTrials(TrialKind):
     def flags(self) -> list[str]:
         return ["--simulate", self.truth]
 
+    def study_note(self, note: str) -> str:
+        return f"SIMULATED study: every score comes from the truth {self.truth}, no model trained. {note}"
+
     def check(self, study: Study) -> None:
         if self.model.primary != study.primary_name:
             raise ConfigError(

@@ -23,17 +23,17 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from search.answer.claims import ABLATION, TUNED, Contender, Risk, compare
 from search.answer.contenders import choose, collect, final_seeds, search_collapses
 from search.answer.sequential import Design, default_max_seeds
 from search.tracking.outcome import COMPLETED
-from search.tracking.records import OBJECTIVE, objective_seed_key
+from search.tracking.trial_record import TrialRecord
 from trainables.config import TrainConfig
 from trainables.results import seed_key
 
 PRIMARY, METRIC = "semeval", "acc_4way"
+DEV = f"{PRIMARY}/dev/{METRIC}"  # the objective's metric: its seed mean is the objective
 BASE, MAJORITY = 0.85, 0.58  # the null truth's acc_4way and its majority rate
 CONFIG = TrainConfig(tasks=(PRIMARY,), primary=PRIMARY)  # the model trains nothing: any config will do
 
@@ -111,42 +111,41 @@ class World:
         return self.true(config) + gain + luck + self.shared[seed] + self.rng.normal(0.0, sim.eval_sd)
 
 
-def trial_row(trial: int, multitask: bool, dev: dict[int, float]) -> dict:
-    """A completed trial as the trial table holds it (the columns ``choose`` reads)."""
+def trial_row(trial: int, multitask: bool, dev: dict[int, float]) -> TrialRecord:
+    """A completed trial as the trial table holds it (what ``choose`` reads)."""
     values = list(dev.values())
-    return {
-        "trial": trial,
-        "label": f"t{trial:02d}",
-        "run_id": f"t{trial:02d}",
-        "status": COMPLETED,
-        "baseline": trial == 0,
-        "auxiliary": "sst2" if multitask else "none",
-        "canonical_key": f"t{trial:02d}",
-        OBJECTIVE: float(np.mean(values)),
-        "objective_std": float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
-        **{objective_seed_key(s): v for s, v in dev.items()},
-    }
+    return TrialRecord(
+        run_id=f"t{trial:02d}",
+        label=f"t{trial:02d}",
+        status=COMPLETED,
+        number=trial,
+        key=f"t{trial:02d}",
+        baseline=trial == 0,
+        auxiliary="sst2" if multitask else "none",
+        objective=float(np.mean(values)),
+        objective_std=float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
+        objective_metric=DEV,
+        metrics={seed_key(DEV, s): v for s, v in dev.items()},
+    )
 
 
 def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
     """One study through finalize's functions; each claim's verdicts at every look."""
     world = World(sim, rng)
     searched = list(range(1, sim.search_seeds + 1))
-    table = pd.DataFrame(
-        [trial_row(i, world.multitask[i], {s: world.score(i, s) for s in searched}) for i in range(sim.trials)]
-    )
+    table = [trial_row(i, world.multitask[i], {s: world.score(i, s) for s in searched}) for i in range(sim.trials)]
     winner_row, opponent_row = choose(table, "max")
-    configs = {"winner": int(winner_row.trial), "opponent": int(opponent_row.trial)}
+    configs = {"winner": winner_row.number, "opponent": opponent_row.number}
     configs[ABLATION] = world.add_ablation(configs["winner"])
     risk = Risk(*search_collapses(table, MAJORITY))
     seeds = final_seeds(searched, sim.looks[-1])
     sides = {}
     for role, config in configs.items():
-        row = winner_row if role == "winner" else opponent_row if role == "opponent" else pd.Series({"label": "abl"})
+        row = {"winner": winner_row, "opponent": opponent_row}.get(role, TrialRecord(run_id="", label="abl"))
         c = Contender(role, row, CONFIG)
-        final = {objective_seed_key(s): world.score(config, s) for s in seeds}
+        final = {seed_key(DEV, s): world.score(config, s) for s in seeds}  # dev before test: the draws' order
         final |= {seed_key(f"{PRIMARY}/test/{METRIC}", s): world.score(config, s) for s in seeds}
-        collect(c, [pd.Series(final)], PRIMARY, seeds)
+        collect(c, [TrialRecord(row.run_id, row.label, objective_metric=DEV, metrics=final)], PRIMARY, seeds)
         sides[role] = c
     design = Design(sim.max_seeds or default_max_seeds(sim.looks[0]))
     out = []

@@ -10,45 +10,30 @@ trial, the baseline at least (ASHA never stops it).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import pandas as pd
 
 from search.answer.claims import TUNED, Contender, compare
 from search.answer.contenders import choose, collect, final_seeds, objective_metric_of
 from search.simulation.study import SimulatedStudy
-from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
-from search.tracking.outcome import COMPLETED, outcome_of
-from search.tracking.records import TrialParams, objective_seed_key
-from trainables.config import ConfigError, TrainConfig
+from search.tracking.outcome import COMPLETED
+from search.tracking.trial_record import TrialRecord
+from trainables.config import ConfigError
 from trainables.results import seed_key
 
 
-def trial_row(trial: SimTrial, objective: str, max_epochs: int) -> dict[str, Any]:
-    """An ended trial as a row of ``search.tracking.runs.trial_table``, with the columns ``choose`` reads."""
-    config = TrainConfig.from_dict(trial.config["train"])
-    return {
-        "trial": trial.number,
-        "trial_id": trial.trial_id,
-        "label": trial.config.get("label", trial.trial_id),
-        "status": outcome_of(trial.last_result, max_epochs),
-        "baseline": bool(trial.config.get("baseline", False)),
-        "auxiliary": TrialParams.of(config, trial.seeds).aux,
-        "objective": float(trial.last_result.get(objective, float("nan"))),
-    }
-
-
-def selected(table: pd.DataFrame, mode: str) -> pd.Series | None:
-    """The row the study recommends (module docstring); None before any trial completed."""
-    if table.empty or not (table.status == COMPLETED).any():
+def selected(table: Sequence[TrialRecord], mode: str) -> TrialRecord | None:
+    """The trial the study recommends (module docstring); None before any trial completed."""
+    done = [r for r in table if r.status == COMPLETED]
+    if not done:
         return None
     try:
         winner, opponent = choose(table, mode)
-    except ConfigError:  # one side has no completed trial: the other side's best
-        done = table[table.status == COMPLETED].sort_values("objective", ascending=(mode == "min"), kind="stable")
-        return done.iloc[0]
+    except ConfigError:  # one side has no completed trial: the other side's best (ties: the first)
+        sign = -1.0 if mode == "max" else 1.0
+        return min(done, key=lambda r: (math.isnan(r.objective), sign * r.objective))
     better = winner.objective >= opponent.objective if mode == "max" else winner.objective <= opponent.objective
     return winner if better else opponent
 
@@ -72,20 +57,20 @@ def selections(study: SimulatedStudy, truth: Truth) -> list[Pick]:
     if metric is None:
         raise ConfigError(f"objective {study.plan.objective}: not a dev metric of {truth.primary}, no true score")
     by_id = {t.trial_id: t for t in study.trials}
-    rows: list[dict[str, Any]] = []
+    rows: list[TrialRecord] = []
     picks: list[Pick] = []
     for event in study.events:
         if event.kind != "end":
             continue
-        rows.append(trial_row(by_id[event.trial_id], study.plan.objective, study.plan.base.epochs))
-        if rows[-1]["status"] != COMPLETED and picks:
+        rows.append(TrialRecord.of_ended(by_id[event.trial_id], study.plan.objective, study.plan.base.epochs))
+        if rows[-1].status != COMPLETED and picks:
             continue  # a stopped trial changes no selection
-        row = selected(pd.DataFrame(rows), study.plan.mode)
+        row = selected(rows, study.plan.mode)
         if row is None:
             continue
-        config = TrainConfig.from_dict(by_id[row.trial_id].config["train"])
+        config = by_id[row.run_id].trial_config.training()
         picks.append(
-            Pick(event.spent, event.time, row.trial_id, row.label, row.objective, truth.true_score(config, metric))
+            Pick(event.spent, event.time, row.run_id, row.label, row.objective, truth.true_score(config, metric))
         )
     return picks
 
@@ -98,7 +83,7 @@ def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
     metric = objective_metric_of(study.plan.objective, truth.primary) or ""
     epochs = study.plan.base.epochs
     by_id = {t.trial_id: t for t in study.trials}
-    table = pd.DataFrame([trial_row(t, study.plan.objective, epochs) for t in study.trials])
+    table = [TrialRecord.of_ended(t, study.plan.objective, epochs) for t in study.trials]
     try:
         sides = choose(table, study.plan.mode)
     except ConfigError:
@@ -106,15 +91,16 @@ def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
     seeds = final_seeds(list(study.plan.seeds), k)
     contenders = []
     for role, row in zip(("winner", "opponent"), sides):
-        trial = by_id[row.trial_id]
-        config = TrainConfig.from_dict(trial.config["train"]).with_(evaluate_test=True)
-        scores = {}
+        trial = by_id[row.run_id]
+        config = trial.trial_config.training().with_(evaluate_test=True)
+        dev, scores = f"{truth.primary}/dev/{metric}", {}
         for s in seeds:
-            m = truth.epoch_metrics(config, str(trial.config.get("key", "")), s, epochs)
-            scores[objective_seed_key(s)] = m[f"{truth.primary}/dev/{metric}"]
+            m = truth.epoch_metrics(config, trial.trial_config.key, s, epochs)
+            scores[seed_key(dev, s)] = m[dev]
             scores[seed_key(f"{truth.primary}/test/{metric}", s)] = m[f"{truth.primary}/test/{metric}"]
         contender = Contender(role, row, config)
-        collect(contender, [pd.Series(scores)], truth.primary, seeds)
+        final = TrialRecord(run_id=row.run_id, label=row.label, objective_metric=dev, metrics=scores)
+        collect(contender, [final], truth.primary, seeds)
         contenders.append(contender)
     claim = compare(
         TUNED, contenders[0], contenders[1], [metric], seeds, study.plan.mode, metric, None, dict(truth.majority)

@@ -9,9 +9,12 @@ same names and status strings, plus the simulator's own bookkeeping.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from trainables.trial import TrialConfig
 
 # Tune's Trial status strings (ray.tune.experiment.trial.Trial.PENDING etc.)
 PENDING, RUNNING, PAUSED, TERMINATED = "PENDING", "RUNNING", "PAUSED", "TERMINATED"
@@ -34,9 +37,14 @@ class SimTrial:
     ended_at: float | None = None
     decisions: list[str] = field(default_factory=list)  # the scheduler's answer to each result
 
+    @functools.cached_property
+    def trial_config(self) -> TrialConfig:
+        """:attr:`config` read once as a :class:`~trainables.trial.TrialConfig` (schedulers read the dict)."""
+        return TrialConfig.of_tune(self.config)
+
     @property
     def seeds(self) -> list[int]:
-        return [int(s) for s in self.config["seeds"]]
+        return list(self.trial_config.seeds)
 
     def train_to(self, epoch: int, seeds: list[int]) -> int:
         """Train ``seeds`` up to ``epoch``; the seed-epochs that cost (a seed that joins late trains

@@ -47,7 +47,8 @@ class TrialKind(abc.ABC):
     """How a study's trials come to their scores. :func:`search.study.plan.plan` asks :meth:`check`,
     :meth:`default_preset` and :meth:`ray_cpus` while it plans; ``search.study.prepare.ready`` asks
     :meth:`prepare` before Ray starts; the tuner asks :meth:`trainable`; finalize asks
-    :meth:`final_trainable`, :meth:`majority_on_test` and :attr:`registers_model`."""
+    :meth:`final_trainable`, :meth:`majority_on_test` and :attr:`registers_model`; the report asks
+    :meth:`study_note`."""
 
     truth: str = ""  # the truth file a simulated study's scores come from; recorded as the invocation's ``simulate``
     registers_model: bool = True  # finalize logs and registers the winner's model
@@ -57,6 +58,10 @@ class TrialKind(abc.ABC):
     def flags(self) -> list[str]:
         """The command-line flags that make a study of this kind (for the line that resumes it)."""
         return []
+
+    def study_note(self, note: str) -> str:
+        """The preset's ``note`` as the report heads a study of this kind with."""
+        return note
 
     def check(self, study: Study) -> None:  # noqa: B027 (an optional hook)
         """Refuse a study this kind cannot run, before anything starts (one line)."""

@@ -17,6 +17,7 @@ from ray.tune import Callback, ProgressReporter
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
 from trainables.fidelity import SEED_COUNT, SeedSchedule
+from trainables.trial import TrialConfig
 
 
 class TrialLines(Callback):
@@ -45,15 +46,16 @@ class TrialLines(Callback):
 
 def tag(trial) -> str:
     """``[t03]``: the trial's Optuna number, as in its run name."""
-    number = trial.config.get("number")
+    number = TrialConfig.of_tune(trial.config).number
     return f"[t{number:02d}]" if number is not None else f"[{trial.trial_id}]"
 
 
 def trial_text(trial) -> str:
     """``t03 sst2+pos square lr=3e-05 wu=0.1``: the run name and what it leaves out."""
-    train = trial.config.get("train", {})
-    extra = " ".join(f"{short}={train[key]:.2g}" for key, short in (("lr", "lr"), ("warmup", "wu")) if key in train)
-    return f"{trial.config.get('label', trial.trial_id)} {extra}".strip()
+    config = TrialConfig.of_tune(trial.config)
+    train = config.train
+    extra = "" if train is None else f"lr={train.lr:.2g} wu={train.warmup:.2g}"
+    return f"{config.label or trial.trial_id} {extra}".strip()
 
 
 def score_text(result: dict[str, Any], objective: str) -> str:
@@ -185,5 +187,5 @@ def status_line(
     if not done:
         return text + " | no trial completed yet"
     best = (max if mode == "max" else min)(done, key=lambda t: t.last_result[objective])
-    label = best.config.get("label", best.trial_id)
+    label = TrialConfig.of_tune(best.config).label or best.trial_id
     return text + f" | best completed: {label} objective={score_text(best.last_result, objective)}"

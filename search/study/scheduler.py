@@ -29,27 +29,28 @@ from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
+from trainables.trial import NESTED, TrialConfig
 
 MULTITASK, SINGLE_TASK = "multitask", "single-task"
 
 
 def flat(config: dict[str, Any]) -> dict[str, Any]:
     """A trial's config with what ``tune.grid_search`` over whole configs nests under ``trial`` lifted."""
-    return {**config, **config.get("trial", {})}
+    return {**config, **config.get(NESTED, {})}
 
 
 def is_baseline(config: dict[str, Any]) -> bool:
-    return bool(flat(config).get("baseline", False))
+    return TrialConfig.of_tune(config).baseline
 
 
 def side_of(config: dict[str, Any]) -> str | None:
     """Which side of the final comparison a trial's config is on; None where its tasks are not known."""
-    if is_baseline(config):
+    trial = TrialConfig.of_tune(config)
+    if trial.baseline:
         return SINGLE_TASK
-    tasks = flat(config).get("train", {}).get("tasks")
-    if tasks is None:
+    if trial.train is None:
         return None
-    return MULTITASK if len(tasks) > 1 else SINGLE_TASK
+    return MULTITASK if len(trial.train.tasks) > 1 else SINGLE_TASK
 
 
 class ContenderKeepingASHA(ASHAScheduler):
@@ -72,7 +73,7 @@ class ContenderKeepingASHA(ASHAScheduler):
         schedule = self.__dict__.get("schedule")
         if schedule is None or self._time_attr not in result or self._metric not in result:
             return result
-        seeds = [int(s) for s in flat(trial.config).get("seeds", ())]
+        seeds = list(TrialConfig.of_tune(trial.config).seeds)
         k = schedule.at(int(result[self._time_attr]))
         if len(per_seed(result, self._metric.removesuffix("/mean"))) <= k:
             return result
@@ -114,10 +115,9 @@ BaselineKeepingASHA = ContenderKeepingASHA
 def family_of(config: dict[str, Any]) -> str:
     """A trial's schema family: its schema for a multitask config, ``single-task`` otherwise (and for a
     config whose tasks are not known)."""
-    train = flat(config).get("train", {})
     if side_of(config) != MULTITASK:
         return SINGLE_TASK
-    return str(train.get("sampling.schema", "prop"))
+    return TrialConfig.of_tune(config).training().sampling.schema
 
 
 class FamilyASHA(ContenderKeepingASHA):

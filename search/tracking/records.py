@@ -19,7 +19,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 
 from spaces.canonical import STRATEGY_PARAMS, WEIGHTED, strategy_params, task_label
 from trainables.config import ConfigError, TrainConfig
-from trainables.results import FAILURE_REASON, per_seed, seed_key
+from trainables.results import FAILURE_REASON, seed_key
 
 # -- tags ---------------------------------------------------------------------------
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's own: nests a trial's run under its study's
@@ -53,11 +53,6 @@ MAJORITY_PREFIX = "majority/dev/"
 def objective_seed_key(seed: int) -> str:
     """``objective/seed<S>``: one seed's objective (MLflow metric and trial-table column)."""
     return seed_key(OBJECTIVE, seed)
-
-
-def objective_per_seed(values: Mapping) -> dict[int, float]:
-    """``{seed: objective}`` of a trial row or a result holding ``objective/seed<S>``."""
-    return per_seed(values, OBJECTIVE)
 
 
 def majority_key(metric: str) -> str:

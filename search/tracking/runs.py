@@ -6,22 +6,20 @@ the records read back (:func:`find_parent`, :func:`trial_table`) by the report, 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import urllib.error
 import urllib.request
 from typing import Any
 
 import mlflow.exceptions
-import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Param
 
 from search.tracking import records as rec
-from search.tracking.records import Invocation, TrialParams
+from search.tracking.records import Invocation
+from search.tracking.trial_record import TrialRecord
 from search.tracking.view import share_trial_view, training_experiment, trial_view_url
 from trainables.config import ConfigError
-from trainables.results import parse_seed_key
 
 logger = logging.getLogger(__name__)
 
@@ -98,55 +96,15 @@ def find_parent(client, study: str, run_name: str | None):
     return experiment, runs[0]
 
 
-def trial_table(client, experiment_id: str, parent, kind: str = rec.TRIAL_KIND) -> pd.DataFrame:
-    """One row per trial run of ``parent``: its config, status, and the last epoch's objective and
-    ``{task}/{dev,test}/{metric}`` scores (mean, ``"... std"``, per-seed ``.../seed<S>``).
-    ``kind``: ``trial`` (the search's) or ``final`` (the seeds ``search.finalize`` trained)."""
+def trial_table(client, experiment_id: str, parent, kind: str = rec.TRIAL_KIND) -> tuple[TrialRecord, ...]:
+    """One record per trial run of ``parent``, in start order: its config, status, and the last epoch's
+    objective and scores. ``kind``: ``trial`` (the search's) or ``final`` (the seeds ``search.finalize``
+    trained)."""
     objective = Invocation.from_params(parent.data.params).objective
-    objective_name = rec.strip_mean(objective)
     children = client.search_runs(
         [experiment_id],
         max_results=5000,
         order_by=["attributes.start_time ASC"],
         filter_string=f"tags.`{rec.PARENT_TAG}` = '{parent.info.run_id}' and tags.{rec.KIND_TAG} = '{kind}'",
     )
-    return pd.DataFrame([trial_row(run, objective_name) for run in children])
-
-
-def trial_row(run, objective_name: str) -> dict[str, Any]:
-    t, m = run.data.tags, run.data.metrics
-    p = TrialParams.from_params(run.data.params)
-    row: dict[str, Any] = {
-        "trial": int(t.get(rec.TRIAL_NUMBER_TAG, -1)),
-        "label": run.info.run_name,
-        "run_id": run.info.run_id,
-        "status": t.get(rec.STATUS_TAG, "running"),
-        "canonical_key": t.get(rec.CANONICAL_KEY_TAG, ""),
-        "baseline": t.get(rec.BASELINE_TAG) == "true",
-        "auxiliary": p.aux,
-        "schema": p.schema,
-        "exponent": math.nan if p.exponent is None else p.exponent,
-        "anneal_c": math.nan if p.anneal_c is None else p.anneal_c,
-        "lr": p.lr,
-        "warmup": p.warmup,
-        "batch_size": p.batch_size,
-        "epochs": int(t.get(rec.EPOCHS_TAG, 0)),
-        "seeds": p.seeds,
-        "node": t.get("hostname", ""),
-        "device": t.get("device", ""),
-        rec.OBJECTIVE: m.get(rec.OBJECTIVE, math.nan),
-        rec.OBJECTIVE_STD: m.get(rec.OBJECTIVE_STD, math.nan),
-        "start_time": run.info.start_time,
-        "final_for": t.get(rec.FINAL_FOR_TAG, ""),
-    }
-    for key, value in sorted(m.items()):
-        name = key[: -len("/mean")]
-        if key.endswith("/mean") and ("/dev/" in key or "/test/" in key):
-            row[name] = value
-            row[name + " std"] = m.get(name + "/std", math.nan)
-        seeded = parse_seed_key(key)
-        if seeded and seeded[0] == objective_name:
-            row[rec.objective_seed_key(seeded[1])] = value
-        if seeded and ("/dev/" in key or "/test/" in key):
-            row[key] = value
-    return row
+    return tuple(TrialRecord.of_run(run, rec.strip_mean(objective)) for run in children)

@@ -1,7 +1,9 @@
 """A Tune trial's config as a record: a dict only at the Tune boundary, read back whole."""
 
+import pytest
 from conftest import tiny_config
 
+from trainables.config import ConfigError
 from trainables.fidelity import FIDELITY, SeedSchedule
 from trainables.trial import TrialConfig
 
@@ -31,3 +33,16 @@ def test_finalize_nests_whole_configs_under_trial():
     point = TrialConfig(train=tiny_config("tiny"), seeds=(4, 5), kind="final", final_for="run-1", metric="m/mean")
     read = TrialConfig.of_tune({"trial": point.to_tune()})
     assert read == point and read.schedule() == SeedSchedule.full(2)
+
+
+def test_a_bad_trial_config_is_refused_in_one_line_naming_its_keys():
+
+    with pytest.raises(ConfigError, match=r"Tune trial config \['seeds', 'train'\]: not a trial's"):
+        TrialConfig.of_tune({"train": {"tasks": ["semeval"]}, "seeds": [1]})  # no primary
+    with pytest.raises(ConfigError, match=r"Tune trial config \['number'\]: not a trial's"):
+        TrialConfig.of_tune({"number": "three"})
+    with pytest.raises(ConfigError, match="unknown config key 'nope'"):
+        TrialConfig.of_tune({"train": {"nope": 1}})
+    with pytest.raises(ConfigError, match="Tune trial config t01: no 'train'"):
+        TrialConfig.of_tune({"label": "t01"}).training()
+    assert TrialConfig(train=tiny_config("tiny")).training() == tiny_config("tiny")

@@ -2,8 +2,6 @@
 
 import math
 
-import pandas as pd
-
 from search.answer.claims import (
     ABLATION,
     COLLAPSED_MORE,
@@ -21,6 +19,7 @@ from search.answer.claims import (
 from search.answer.comparison import FinalResult, final_frame
 from search.answer.sequential import Design
 from search.answer.stats import BETTER, SAME
+from search.tracking.trial_record import TrialRecord
 from trainables.config import SamplingConfig, TrainConfig
 
 WINNER = TrainConfig(
@@ -34,7 +33,7 @@ SINGLE = TrainConfig(tasks=("semeval",), primary="semeval")
 
 
 def side(role, config, scores, label=None):
-    row = pd.Series({"label": label or role, "objective": 0.7, "objective_std": 0.01, "run_id": role})
+    row = TrialRecord(run_id=role, label=label or role, objective=0.7, objective_std=0.01)
     return Contender(role, row, config, test={"acc_4way": dict(enumerate(scores, 4))})
 
 

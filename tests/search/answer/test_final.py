@@ -2,7 +2,6 @@
 
 import math
 
-import pandas as pd
 import pytest
 
 from search.answer.claims import EXPLORATORY, TUNED, Contender, compare
@@ -12,41 +11,50 @@ from search.answer.contenders import (
     complete_finals,
     final_seeds,
     objective_metric_of,
-    per_seed,
     primary_test_metrics,
 )
 from search.answer.stats import BETTER, WORSE
+from search.tracking.trial_record import TrialRecord
 from trainables.config import ConfigError, TrainConfig
 
+DEV = "semeval/dev/acc_4way"
 
-def row(label, status, objective, baseline=False, dev=(), test=(), aux="sst2", first=1):
-    r = {
-        "label": label,
-        "status": status,
-        "objective": objective,
-        "objective_std": 0.01,
-        "baseline": baseline,
-        "auxiliary": "none" if baseline else aux,
-        "canonical_key": label,
-        "run_id": label,
+
+def row(label, status, objective, baseline=False, dev=(), test=(), aux="sst2", first=1, checkpoint=""):
+    metrics = {f"{DEV}/seed{seed}": value for seed, value in enumerate(dev, first)}
+    metrics |= {f"semeval/test/acc_4way/seed{seed}": value for seed, value in enumerate(test, first)}
+    return TrialRecord(
+        run_id=label,
+        label=label,
+        status=status,
+        key=label,
+        baseline=baseline,
+        auxiliary="none" if baseline else aux,
+        objective=objective,
+        objective_std=0.01,
+        checkpoint=checkpoint,
+        objective_metric=DEV,
+        metrics=metrics,
+    )
+
+
+def scores(**values):
+    """A final run's per-seed scores: ``dev5=0.74`` -> the objective's metric of seed 5."""
+    metrics = {
+        (f"{DEV}/seed{k[3:]}" if k.startswith("dev") else f"semeval/test/{k[:-1]}/seed{k[-1]}"): v
+        for k, v in values.items()
     }
-    for seed, value in enumerate(dev, first):
-        r[f"objective/seed{seed}"] = value
-    for seed, value in enumerate(test, first):
-        r[f"semeval/test/acc_4way/seed{seed}"] = value
-    return r
+    return TrialRecord(run_id="", label="final", objective_metric=DEV, metrics=metrics)
 
 
-TABLE = pd.DataFrame(
-    [
-        row("t00 baseline", "completed", 0.70, True, (0.69, 0.71)),
-        row("t01 sst2 sqrt", "completed", 0.74, False, (0.73, 0.75)),
-        row("t02 pos square", "pruned", 0.90),  # pruned trials never win, however high they stood
-        row("t03 sst2+pos prop", "completed", 0.72, False, (0.72, 0.72)),
-        row("t04 single lr=4.6e-05", "completed", 0.71, False, (0.70, 0.72), aux="none"),
-        row("t05 single lr=9e-05", "failed", 0.95, False, aux="none"),
-        row("t06 sentihood prop", "completed", math.inf, False),  # inf is dropped like NaN
-    ]
+TABLE = (
+    row("t00 baseline", "completed", 0.70, True, (0.69, 0.71)),
+    row("t01 sst2 sqrt", "completed", 0.74, False, (0.73, 0.75)),
+    row("t02 pos square", "pruned", 0.90),  # pruned trials never win, however high they stood
+    row("t03 sst2+pos prop", "completed", 0.72, False, (0.72, 0.72)),
+    row("t04 single lr=4.6e-05", "completed", 0.71, False, (0.70, 0.72), aux="none"),
+    row("t05 single lr=9e-05", "failed", 0.95, False, aux="none"),
+    row("t06 sentihood prop", "completed", math.inf, False),  # inf is dropped like NaN
 )
 
 
@@ -57,12 +65,17 @@ def test_choose_takes_the_best_multitask_trial_and_the_best_single_task_trial():
         "t03 sst2+pos prop",
         "t00 baseline",
     ]
-    assert choose(TABLE.drop(index=4), "max")[1].label == "t00 baseline"
-    alone = TABLE[TABLE.auxiliary == "none"]
+    assert choose(TABLE[:4] + TABLE[5:], "max")[1].label == "t00 baseline"
+    alone = [r for r in TABLE if r.auxiliary == "none"]
     with pytest.raises(ConfigError, match="no completed multitask"):
         choose(alone, "max")
     with pytest.raises(ConfigError, match="no completed single-task"):
-        choose(TABLE[TABLE.auxiliary != "none"], "max")
+        choose([r for r in TABLE if r.auxiliary != "none"], "max")
+
+
+def test_choose_keeps_the_tables_order_among_ties():
+    tied = (row("t01 a", "completed", 0.7), row("t02 b", "completed", 0.7), row("t00", "completed", 0.6, True))
+    assert choose(tied, "max")[0].label == "t01 a" and choose(tied, "min")[0].label == "t01 a"
 
 
 def test_final_seeds_are_fresh():
@@ -71,24 +84,25 @@ def test_final_seeds_are_fresh():
 
 
 def test_only_final_runs_that_trained_every_epoch_are_reused():
-    finals = pd.DataFrame(
-        [
-            {"run_id": "f1", "final_for": "t01", "status": "completed", "epochs": 2},
-            {"run_id": "f2", "final_for": "t01", "status": "interrupted", "epochs": 1},
-            {"run_id": "f3", "final_for": "t01", "status": "failed", "epochs": 2},
-            {"run_id": "f4", "final_for": "t01", "status": "running", "epochs": 2},
-            {"run_id": "f5", "final_for": "t00", "status": "completed", "epochs": 2},
-            {"run_id": "f6", "final_for": "t01", "status": "completed", "epochs": 1},  # a shorter config's
-        ]
-    )
+    finals = [
+        TrialRecord(run_id, run_id, status, final_for=final_for, epochs=epochs)
+        for run_id, final_for, status, epochs in (
+            ("f1", "t01", "completed", 2),
+            ("f2", "t01", "interrupted", 1),
+            ("f3", "t01", "failed", 2),
+            ("f4", "t01", "running", 2),
+            ("f5", "t00", "completed", 2),
+            ("f6", "t01", "completed", 1),  # a shorter config's
+        )
+    ]
     assert [r.run_id for r in complete_finals(finals, "t01", 2)] == ["f1"]
-    assert complete_finals(pd.DataFrame(), "t01", 2) == []
+    assert complete_finals((), "t01", 2) == []
 
 
-def test_per_seed_values_and_metrics_are_read_from_columns():
-    final = pd.Series(row("f", "completed", 0.7, dev=(0.7,), test=(0.65,)))
-    assert per_seed(final, "semeval/test/acc_4way") == {1: 0.65}
-    assert primary_test_metrics(pd.DataFrame([final]), "semeval") == ["acc_4way"]
+def test_per_seed_values_and_metrics_are_read_from_a_record():
+    final = row("f", "completed", 0.7, dev=(0.7,), test=(0.65,))
+    assert final.seeded("semeval/test/acc_4way") == {1: 0.65} and final.objective_seeds == {1: 0.7}
+    assert primary_test_metrics(final, "semeval") == ["acc_4way"]
     assert objective_metric_of("semeval/dev/acc_4way/mean", "semeval") == "acc_4way"
     assert objective_metric_of("train/loss/mean", "semeval") is None
 
@@ -96,22 +110,15 @@ def test_per_seed_values_and_metrics_are_read_from_columns():
 def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
     config = TrainConfig(tasks=("semeval",), primary="semeval")
     seeds = final_seeds((1, 2), 3)  # 3, 4, 5
-    winner, opponent = Contender("winner", TABLE.iloc[1], config), Contender("opponent", TABLE.iloc[4], config)
+    winner, opponent = Contender("winner", TABLE[1], config), Contender("opponent", TABLE[4], config)
     # the search's own rows hold seeds 1-2 only: they add nothing to the final seeds
-    collect(winner, [TABLE.iloc[1]], "semeval", seeds)
+    collect(winner, [TABLE[1]], "semeval", seeds)
     assert winner.dev == {}
-    w = pd.Series({**row("f", "completed", 0.74, dev=(0.73, 0.75), test=(0.65, 0.66), first=3), "checkpoint_dir": "/w"})
-    extra = pd.Series(
-        {"objective/seed5": 0.74, "semeval/test/acc_4way/seed5": 0.655, "semeval/test/acc_3way/seed5": 0.7}
-    )
+    w = row("f", "completed", 0.74, dev=(0.73, 0.75), test=(0.65, 0.66), first=3, checkpoint="/w")
+    extra = scores(dev5=0.74, acc_4way5=0.655, acc_3way5=0.7)
+    collect(winner, [w, extra, scores(dev6=0.7, acc_4way6=0.7)], "semeval", seeds)
     collect(
-        winner, [w, extra, pd.Series({"objective/seed6": 0.7, "semeval/test/acc_4way/seed6": 0.7})], "semeval", seeds
-    )
-    collect(
-        opponent,
-        [pd.Series(row("g", "completed", 0.7, dev=(0.7, 0.71, 0.7), test=(0.60, 0.62, 0.61), first=3))],
-        "semeval",
-        seeds,
+        opponent, [row("g", "completed", 0.7, dev=(0.7, 0.71, 0.7), test=(0.60, 0.62, 0.61), first=3)], "semeval", seeds
     )
     assert winner.dev == {3: 0.73, 4: 0.75, 5: 0.74} and winner.checkpoints[3] == "/w/seed-3.pt"  # seed 6: not final
     claim = compare(TUNED, winner, opponent, ["acc_4way", "acc_3way"], seeds, "max", "acc_4way")
@@ -129,12 +136,10 @@ def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
 def test_search_collapses_counts_each_sides_seed_runs_at_or_below_the_floor():
     from search.answer.contenders import search_collapses
 
-    table = pd.DataFrame(
-        [
-            row("t00 baseline", "completed", 0.70, True, (0.69, 0.58)),  # one single-task run at the floor
-            row("t01 sst2 sqrt", "completed", 0.74, False, (0.57, math.inf)),  # below it, and one diverged
-            row("t02 pos square", "pruned", 0.60, False, (0.70, math.nan)),  # seed 2 never reported
-        ]
-    )
+    table = [
+        row("t00 baseline", "completed", 0.70, True, (0.69, 0.58)),  # one single-task run at the floor
+        row("t01 sst2 sqrt", "completed", 0.74, False, (0.57, math.inf)),  # below it, and one diverged
+        row("t02 pos square", "pruned", 0.60, False, (0.70, math.nan)),  # seed 2 never reported
+    ]
     assert search_collapses(table, 0.58) == ((2, 3), (1, 2))
     assert search_collapses(table, math.nan) == ((1, 3), (0, 2))  # no floor: only the diverged run

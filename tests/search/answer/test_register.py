@@ -1,7 +1,6 @@
 """The registered model's card: preset and majority rate from the study's parent run, the dev score over
 the final seeds against it, the verdict."""
 
-import pandas as pd
 import pytest
 
 from search.answer.claims import TUNED, Claim, Contender, Row
@@ -10,6 +9,7 @@ from search.answer.config import FinalizeConfig
 from search.answer.register import model_card
 from search.answer.stats import PairedDifference
 from search.tracking.records import Invocation, majority_key
+from search.tracking.trial_record import TrialRecord
 from trainables.config import TrainConfig
 
 INVOCATION = Invocation(
@@ -48,7 +48,7 @@ def parent(tmp_path_factory):
 
 def result_with(dev: dict[int, float]) -> tuple[FinalResult, Contender]:
     config = TrainConfig(tasks=("semeval",), primary="semeval")
-    chosen = Contender("opponent", pd.Series({"label": "t00 baseline"}), config, dev=dev)
+    chosen = Contender("opponent", TrialRecord(run_id="t00", label="t00 baseline"), config, dev=dev)
     nan = float("nan")
     diff = PairedDifference(0.0, 0.01, 3, -0.02, 0.02)
     headline = Row("acc_4way", nan, nan, nan, nan, diff, "no significant difference", 0.03, ((), ()))

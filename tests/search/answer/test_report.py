@@ -1,5 +1,9 @@
 """The report's sentences, on hand-made inputs (the whole report is tested end to end in test_study.py)."""
 
+import math
+
+import pytest
+
 from search.answer.ranking import baseline_lr
 from spaces import get_study
 from spaces.canonical import baseline_choices, baseline_moves
@@ -28,20 +32,36 @@ def test_a_range_that_excludes_the_preset_lr_moves_the_baseline_and_says_so():
 
 
 def test_the_dev_screen_calls_a_trial_above_only_where_holm_rejects():
-    import pandas as pd
-
     from search.answer.ranking import versus_baseline
+    from search.tracking.trial_record import TrialRecord
 
     def trial(label, baseline, values):
-        seeds = {f"objective/seed{s}": v for s, v in enumerate(values, 1)}
-        return {"label": label, "baseline": baseline, "objective": sum(values) / len(values), **seeds}
+        seeds = {f"semeval/dev/acc_4way/seed{s}": v for s, v in enumerate(values, 1)}
+        objective = sum(values) / len(values)
+        return TrialRecord(label, label, "completed", baseline=baseline, objective=objective,
+                           objective_metric="semeval/dev/acc_4way", metrics=seeds)  # fmt: skip
 
     base = (0.70, 0.71, 0.69, 0.70)
     clear = trial("t01", False, (0.80, 0.812, 0.789, 0.80))  # +10 pp on every seed: passes Holm's first step
     marginal = trial("t02", False, (0.72, 0.74, 0.695, 0.72))  # p 0.036: alone it passes 5%, among 7 it does not
     noise = [trial(f"t{i:02d}", False, (0.70, 0.72, 0.68, 0.70)) for i in range(3, 8)]
-    done = versus_baseline(pd.DataFrame([trial("t00", True, base), clear, marginal, *noise]), "max")
-    screen = dict(zip(done.label, done.beyond_noise))
+    done = versus_baseline([trial("t00", True, base), clear, marginal, *noise], "max")
+    screen = {x.trial.label: x.beyond_noise for x in done}
     assert screen["t00"] == "–" and screen["t01"] == "above" and screen["t02"] == "within noise"
-    alone = versus_baseline(pd.DataFrame([trial("t00", True, base), marginal]), "max")
-    assert alone.beyond_noise.iloc[1] == "above"  # the same trial, in a family of one
+    assert done[1].delta == pytest.approx(0.1003, abs=1e-4) and done[1].low > 0 and done[0].delta == 0
+    alone = versus_baseline([trial("t00", True, base), marginal], "max")
+    assert alone[1].beyond_noise == "above"  # the same trial, in a family of one
+
+
+def test_the_ranking_puts_the_best_first_a_trial_without_objective_last_and_a_key_once():
+    from search.answer.ranking import Ranked, by_objective, first_of_each_key
+    from search.tracking.trial_record import TrialRecord
+
+    def ranked(label, objective, key=None):
+        return Ranked(TrialRecord(label, label, "completed", key=key or label, objective=objective), 0, 0, 0, 0, "")
+
+    rows = [ranked("a", 0.7), ranked("b", math.nan), ranked("c", 0.9), ranked("d", 0.7)]
+    assert [x.trial.label for x in by_objective(rows, "max")] == ["c", "a", "d", "b"]  # ties keep their order
+    assert [x.trial.label for x in by_objective(rows, "min")] == ["a", "d", "c", "b"]
+    twice = [ranked("t00", 0.8, "base"), ranked("t01", 0.7), ranked("t00", 0.8, "base")]
+    assert [x.trial.label for x in first_of_each_key(twice)] == ["t00", "t01"]

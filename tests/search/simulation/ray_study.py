@@ -8,9 +8,9 @@ from pathlib import Path
 import mlflow
 from conftest import study_env, study_stores
 
-from search.simulation.selection import trial_row
 from search.simulation.study import SimulatedStudy
 from search.tracking import runs
+from search.tracking.trial_record import TrialRecord
 
 
 def ray_trials(tmp: Path, *flags: str) -> list[tuple]:
@@ -24,11 +24,11 @@ def ray_trials(tmp: Path, *flags: str) -> list[tuple]:
     client = mlflow.MlflowClient(f"sqlite:///{tmp}/mlflow.db")
     experiment = client.get_experiment_by_name("absa")
     (parent,) = [x for x in client.search_runs([experiment.experiment_id]) if x.data.tags.get("kind") == "study"]
-    table = runs.trial_table(client, experiment.experiment_id, parent).sort_values("trial")
-    return [(r.label, r.canonical_key, r.status, r.epochs, r.objective) for r in table.itertuples()]
+    table = sorted(runs.trial_table(client, experiment.experiment_id, parent), key=lambda r: r.number)
+    return [(r.label, r.key, r.status, r.epochs, r.objective) for r in table]
 
 
 def backend_trials(study: SimulatedStudy) -> list[tuple]:
     """The same for a study the backend ran (``max_epochs``: the study's epochs)."""
-    rows = [trial_row(t, study.plan.objective, study.plan.base.epochs) for t in study.trials]
-    return [(r["label"], t.config["key"], r["status"], t.epoch, r["objective"]) for r, t in zip(rows, study.trials)]
+    rows = [TrialRecord.of_ended(t, study.plan.objective, study.plan.base.epochs) for t in study.trials]
+    return [(r.label, r.key, r.status, r.epochs, r.objective) for r in rows]

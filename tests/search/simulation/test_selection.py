@@ -1,13 +1,15 @@
 """The config a simulated study selects: ``choose``'s two sides, the better on dev."""
 
-import pandas as pd
+from dataclasses import replace
 
 from search.simulation.selection import selected
+from search.tracking.trial_record import TrialRecord
 
 
-def table(*rows) -> pd.DataFrame:
-    cols = ("label", "status", "baseline", "auxiliary", "objective")
-    return pd.DataFrame([dict(zip(cols, r)) for r in rows])
+def table(*rows) -> list[TrialRecord]:
+    return [
+        TrialRecord(label, label, status, baseline=b, auxiliary=aux, objective=o) for label, status, b, aux, o in rows
+    ]
 
 
 def test_the_better_of_the_two_sides_on_dev():
@@ -18,7 +20,7 @@ def test_the_better_of_the_two_sides_on_dev():
         ("t03 single", "completed", False, "none", 0.81),
     )
     assert selected(t, "max").label == "t01 sst2+pos square"
-    t.loc[3, "objective"] = 0.83
+    t[3] = replace(t[3], objective=0.83)
     assert selected(t, "max").label == "t03 single"
 
 

@@ -16,7 +16,7 @@ CONTINUE, STOP = TrialScheduler.CONTINUE, TrialScheduler.STOP
 def trial(name: str, tasks: tuple[str, ...] | None = None, baseline: bool = False) -> SimpleNamespace:
     config: dict = {"baseline": baseline}
     if tasks is not None:
-        config["train"] = {"tasks": list(tasks)}
+        config["train"] = {"tasks": list(tasks), "primary": tasks[0]}
     return SimpleNamespace(trial_id=name, config=config)
 
 
@@ -52,8 +52,8 @@ def test_baseline_continues_and_others_are_still_stopped():
 
 def test_sides_are_read_from_the_trial_config():
     assert side_of({"baseline": True}) == SINGLE_TASK
-    assert side_of({"train": {"tasks": ["semeval"]}, "baseline": False}) == SINGLE_TASK
-    assert side_of({"train": {"tasks": ["semeval", "sst2"]}, "baseline": False}) == MULTITASK
+    assert side_of({"train": {"tasks": ["semeval"], "primary": "semeval"}, "baseline": False}) == SINGLE_TASK
+    assert side_of({"train": {"tasks": ["semeval", "sst2"], "primary": "semeval"}, "baseline": False}) == MULTITASK
     assert side_of({"baseline": False}) is None
 
 
@@ -177,7 +177,11 @@ def test_without_a_schedule_results_are_not_touched_and_old_pickles_load(tmp_pat
 
 def schema_trial(name: str, schema: str) -> SimpleNamespace:
     return SimpleNamespace(
-        trial_id=name, config={"train": {"tasks": ["semeval", "sst2"], "sampling.schema": schema}, "baseline": False}
+        trial_id=name,
+        config={
+            "train": {"tasks": ["semeval", "sst2"], "primary": "semeval", "sampling.schema": schema},
+            "baseline": False,
+        },
     )
 
 

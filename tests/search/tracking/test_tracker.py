@@ -20,7 +20,7 @@ from search.tracking.runs import find_parent, start_parent_run, trial_table
 from search.tracking.tracker import MLflowTracker
 from search.tracking.view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
 from spaces import canonical, run_name
-from trainables.config import SamplingConfig, TrainConfig
+from trainables.config import ConfigError, SamplingConfig, TrainConfig
 from trainables.tune import aggregate, seed_values_kept
 
 OBJECTIVE = "semeval/dev/acc_4way/mean"
@@ -156,9 +156,9 @@ def test_trial_run_layout(study):
 def test_trial_table_reads_the_layout(study):
     client, parent, _, _ = study
     experiment, parent_run = find_parent(client, "absa", None)
-    table = trial_table(client, experiment.experiment_id, parent_run).set_index("trial")
-    base, multi = table.loc[0], table.loc[3]
-    assert (base.label, base.schema, base.auxiliary, bool(base.baseline), base.status) == (
+    table = {r.number: r for r in trial_table(client, experiment.experiment_id, parent_run)}
+    base, multi = table[0], table[3]
+    assert (base.label, base.schema, base.auxiliary, base.baseline, base.status) == (
         "t00 baseline",
         "single",
         "none",
@@ -173,12 +173,36 @@ def test_trial_table_reads_the_layout(study):
         "1,2",
     )
     assert math.isnan(multi.anneal_c) and math.isnan(multi.objective_std) and multi.objective == pytest.approx(0.8)
-    assert base["semeval/dev/acc_4way"] == pytest.approx(0.8) and base["semeval/dev/acc_4way std"] > 0
-    assert base["semeval/dev/acc_4way/seed2"] == pytest.approx(0.9) and base["objective/seed1"] == pytest.approx(0.7)
-    assert base["sst2/dev/acc"] == pytest.approx(0.9) and math.isnan(multi["semeval/dev/acc_4way std"])
-    assert {"run_id", "canonical_key", "lr", "warmup", "batch_size", "node", "device", "start_time"} <= set(
-        table.columns
+    assert base.mean("semeval/dev/acc_4way") == pytest.approx(0.8) and base.std("semeval/dev/acc_4way") > 0
+    assert base.seeded("semeval/dev/acc_4way")[2] == pytest.approx(0.9) and base.objective_seeds[1] == pytest.approx(
+        0.7
     )
+    assert base.mean("sst2/dev/acc") == pytest.approx(0.9) and math.isnan(multi.std("semeval/dev/acc_4way"))
+    assert (base.key, base.run_id) == ("key-0", base.run_id) and base.lr == 2e-5 and base.batch_size == 16
+    assert multi.objective_seeds == {1: pytest.approx(0.8)} and base.single_task and not multi.single_task
+    # trials.csv's columns, as the table held them before the records
+    columns = base.columns()
+    assert list(columns)[:21] == [
+        "trial", "label", "run_id", "status", "canonical_key", "baseline", "auxiliary", "schema", "exponent",
+        "anneal_c", "lr", "warmup", "batch_size", "epochs", "seeds", "node", "device", "objective",
+        "objective_std", "start_time", "final_for",
+    ]  # fmt: skip
+    assert columns["semeval/dev/acc_4way"] == pytest.approx(0.8) and columns["objective/seed2"] == pytest.approx(0.9)
+    assert columns["semeval/dev/acc_4way std"] > 0 and columns["semeval/dev/acc_4way/seed1"] == pytest.approx(0.7)
+    assert "train/loss" not in columns and "sampling/p/semeval" not in columns
+
+
+def test_a_trial_run_with_a_bad_tag_is_refused_naming_the_run_and_tag(study):
+    client, _, _, _ = study
+    experiment, parent_run = find_parent(client, "absa", None)
+    (run, _) = trial_table(client, experiment.experiment_id, parent_run)
+    client.set_tag(run.run_id, "trial", "three")
+    with pytest.raises(ConfigError, match=f"MLflow run {run.run_id}: tag 'trial' is 'three', expected an integer"):
+        trial_table(client, experiment.experiment_id, parent_run)
+    client.set_tag(run.run_id, "trial", "0")
+    client.set_tag(run.run_id, "status", "half-done")
+    with pytest.raises(ConfigError, match="trial t00 baseline: status 'half-done', expected one of"):
+        trial_table(client, experiment.experiment_id, parent_run)
 
 
 def test_params_round_trip():
