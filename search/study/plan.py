@@ -167,6 +167,11 @@ def resolved_search(cfg: SearchConfig, study: Study, base: TrainConfig, preset: 
     return replace(cfg, search=search), f"--search {search}: {trials} trials {holds} the {cells} cells of the grid"
 
 
+def resources_of(cfg: SearchConfig, kind: TrialKind, site: Site, gpus: float) -> Resources:
+    ray_cpus = kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, site.cpus)
+    return Resources(cfg.cpus_per_trial, gpus, cfg.max_concurrent, cfg.max_failures, cfg.address, ray_cpus)
+
+
 def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started: Started | None = None) -> StudyPlan:
     """The study ``cfg`` asks for, with ``kind``'s trials; on ``--resume``, ``cfg`` is the invocation ``started``
     as :func:`~search.study.config.continuing` gives it back, and the seeds, objective, mode and trials are the
@@ -178,21 +183,13 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     preset = study.preset(preset_name)
     base = base_config(cfg, study, preset)
     cfg, search_reason = resolved_search(cfg, study, base, preset)
-    factor = reduction_factor_of(cfg, preset)
-    rungs = Rungs(cfg.grace_period or preset.grace_period, factor, base.epochs)
+    rungs = Rungs(cfg.grace_period or preset.grace_period, reduction_factor_of(cfg, preset), base.epochs)
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
     schedule = None if first is None else SeedSchedule(len(seeds), first, rungs_epochs(rungs), rungs.reduction_factor)
     points = first_points(cfg.search, study, base)
     gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)
-    resources = Resources(
-        cfg.cpus_per_trial,
-        gpus,
-        cfg.max_concurrent,
-        cfg.max_failures,
-        cfg.address,
-        kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, site.cpus),
-    )
+    resources = resources_of(cfg, kind, site, gpus)
     resuming = started is not None
     if started is None:
         name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"

@@ -85,7 +85,7 @@ class Trial:
     def __init__(self, trial_id, schema="prop", baseline=False):
         self.trial_id, self.status = trial_id, "RUNNING"
         tasks = ["semeval"] if baseline else ["semeval", "sst2"]
-        self.config = {"baseline": baseline, "train": {"tasks": tasks, "sampling.schema": schema}}
+        self.config = {"baseline": baseline, "train": {"primary": "semeval", "tasks": tasks, "sampling.schema": schema}}
 
 
 def scheduler(cohort: int) -> CohortHalving:
