@@ -23,7 +23,7 @@ from search.study.config import (
 )
 from search.study.kind import TrialKind
 from search.study.names import resume_command
-from search.study.strategy import DEFAULT, default_search, strategy_of
+from search.study.strategy import DEFAULT, FALLBACK, default_search, strategy_of
 from search.tracking.records import Invocation
 from spaces import Preset, Study, baseline_choices, thesis_grid
 from trainables.cli import mask_credentials
@@ -163,8 +163,12 @@ def resolved_search(cfg: SearchConfig, study: Study, base: TrainConfig, preset: 
         return cfg, ""
     trials, cells = cfg.trials or preset.trials, len(thesis_grid(study, base))
     search = default_search(trials, cells)
-    holds = "hold" if trials >= cells else "cannot hold"
-    return replace(cfg, search=search), f"--search {search}: {trials} trials {holds} the {cells} cells of the grid"
+    if search == FALLBACK:
+        return replace(
+            cfg, search=search
+        ), f"--search {search}: {trials} trials cannot hold the {cells} cells of the grid"
+    budget = f"{trials} trials: the {cells} cells, then TPE" if cfg.trials else f"{cells} trials (--trials N adds TPE)"
+    return replace(cfg, search=search), f"--search {search}: every one of the {cells} cells of the grid; {budget}"
 
 
 def resources_of(cfg: SearchConfig, kind: TrialKind, site: Site, gpus: float) -> Resources:
@@ -193,7 +197,9 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     resuming = started is not None
     if started is None:
         name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"
-        trials = len(points) if strategy_of(cfg.search).only_first else (cfg.trials or preset.trials)
+        strategy = strategy_of(cfg.search)
+        cells = strategy.only_first or (strategy.cells_budget and not cfg.trials)
+        trials = len(points) if cells else (cfg.trials or preset.trials)
         record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation

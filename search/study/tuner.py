@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,10 +178,14 @@ def sampler_of(plan: StudyPlan, multivariate: bool = False) -> optuna.samplers.B
     sampler = strategy_of(plan.search).sampler
     if sampler == "random":
         return optuna.samplers.RandomSampler(seed=plan.search_seed)
-    if sampler == "tpe-mv":  # one joint density per group; running trials' points count as bad (issue 28)
-        return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=True)
-    if multivariate:
-        return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True)
+    # multivariate, group and constant_liar are chosen knowingly: Optuna's "experimental" notice about each is
+    # not news to the user of a study
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        if sampler == "tpe-mv":  # one joint density per group; running trials' points count as bad (issue 28)
+            return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=True)
+        if multivariate:
+            return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True)
     return optuna.samplers.TPESampler(seed=plan.search_seed)
 
 

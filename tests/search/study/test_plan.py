@@ -120,14 +120,18 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
     full = planned(SearchConfig("absa", preset="full"))  # 64 trials, absa's grid has 43 cells
     assert (full.search, full.invocation.search, len(full.points)) == ("cells-halving", "cells-halving", 43)
     assert (full.rungs.reduction_factor, full.schedule.first) == (3, 1)  # the strategy's own, under no flag
-    assert "64 trials hold the 43 cells" in full.search_reason
+    assert full.trials == 43 and "every one of the 43 cells of the grid; 43 trials" in full.search_reason
+    more = planned(SearchConfig("absa", preset="full", trials=50))
+    assert (more.search, more.trials, len(more.points)) == ("cells-halving", 50, 43)  # 7 TPE trials after
     flagged = planned(SearchConfig("absa", preset="full", reduction_factor=2, first_rung_seeds=2))
     assert (flagged.rungs.reduction_factor, flagged.schedule.first) == (2, 2)  # flags come first
     smoke = planned(SearchConfig("absa", preset="smoke"))  # 6 trials cannot screen 43 cells
     assert (smoke.search, smoke.schedule, len(smoke.points)) == ("tpe", None, 1)
     assert "cannot hold" in smoke.search_reason
-    named = planned(SearchConfig("absa", preset="smoke", search="cells-halving"))
-    assert (named.search, named.search_reason, len(named.points)) == ("cells-halving", "", 6)  # as asked, cut
+    named = planned(SearchConfig("absa", preset="smoke", search="cells-halving"))  # its budget: every cell
+    assert (named.search, named.search_reason, len(named.points), named.trials) == ("cells-halving", "", 43, 43)
+    cut = planned(SearchConfig("absa", preset="smoke", search="cells-halving", trials=6))
+    assert (len(cut.points), cut.trials) == (6, 6)  # as asked: the first cells
 
 
 @pytest.mark.parametrize(
