@@ -113,8 +113,8 @@ class CohortHalving(ContenderKeepingASHA):
     def decide_if_complete(self, tune_controller, epoch: int, current: str = "") -> None:
         """Once every live cohort trial promoted to ``epoch`` has reported there: decide, stop the waiting
         losers, mark the waiting winners to resume. ``current``: the trial reporting now (on_trial_result
-        answers it). A waiting trial may still be saving its checkpoint (Tune's status is not PAUSED yet):
-        it is stopped or marked all the same, as Ray's HyperBand does."""
+        answers it). A loser still saving the checkpoint of its pause is stopped once Tune has paused it
+        (:meth:`stop_doomed`)."""
         below = [r for r in self.rungs if r < epoch]
         if epoch in self.going_on or any(r not in self.going_on for r in below):
             return  # decided, or a rung below still waits
