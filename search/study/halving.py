@@ -68,8 +68,32 @@ class CohortHalving(ContenderKeepingASHA):
         self.sides[trial.trial_id] = side_of(trial.config)
         if is_baseline(trial.config):
             self.baselines.add(trial.trial_id)
-        if len(self.members) < self.cohort:
+        if len(self.members) < self.cohort and trial.trial_id not in self.members:
             self.members.append(trial.trial_id)
+        if trial.last_result and trial.trial_id in self.members:
+            self.restored(tune_controller, trial)
+
+    def restored(self, tune_controller, trial) -> None:
+        """A cohort trial of a resumed study, added again with its last result. Ray 2.60 does not save a
+        scheduler (``TuneController.save_to_dir``: trials and searcher only), so the rungs are rebuilt from
+        the trials: every rung below a trial's last epoch was decided and passed by it, an ended trial waits
+        for nothing, and a live one's last result stands at its rung (a paused one waits there again, or
+        goes on where its rung was decided: :meth:`release_late`)."""
+        result = self.paired(trial, trial.last_result)
+        epoch = int(result.get(self._time_attr, 0))
+        for rung in self.rungs:
+            if rung < epoch:
+                self.going_on.setdefault(rung, set()).add(trial.trial_id)
+        if trial.status in ("TERMINATED", "ERROR"):
+            self.ended.add(trial.trial_id)
+        elif epoch in self.rungs and self._metric in result:
+            value = self._metric_op * float(result[self._metric])
+            self.records.setdefault(epoch, {})[trial.trial_id] = value
+            self.record(epoch, self.sides.get(trial.trial_id), value)
+            if trial.status == PAUSED:
+                self.waiting.add(trial.trial_id)
+                searcher_of(tune_controller).on_pause(trial.trial_id)
+        self.decide_ready(tune_controller)
 
     # -- results --------------------------------------------------------------------
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
@@ -87,7 +111,7 @@ class CohortHalving(ContenderKeepingASHA):
         if trial.trial_id not in self.members:
             return self.asynchronous(trial.trial_id, epoch, value, leads)
         self.waiting.add(trial.trial_id)
-        self.decide_if_complete(tune_controller, epoch, current=trial.trial_id)
+        self.decide_ready(tune_controller, current=trial.trial_id)
         if trial.trial_id in self.waiting:
             searcher_of(tune_controller).on_pause(trial.trial_id)
             return TrialScheduler.PAUSE
@@ -109,6 +133,24 @@ class CohortHalving(ContenderKeepingASHA):
         self.ended.add(trial_id)
         self._num_stopped += 1
         return TrialScheduler.STOP
+
+    def decide_ready(self, tune_controller, current: str = "") -> None:
+        """Decide every rung whose cohort is complete, lowest first (one decision can complete the next)."""
+        for epoch in self.rungs:
+            self.decide_if_complete(tune_controller, epoch, current)
+            self.release_late(tune_controller, epoch)
+
+    def release_late(self, tune_controller, epoch: int) -> None:
+        """Trials waiting at a rung decided without them: only in a resumed study, where a trial Tune saved
+        PAUSED at a rung that other trials had passed (promoted, or a loser not yet stopped: which one, the
+        saved trials cannot tell). It goes on: a few epochs more rather than a good cell lost."""
+        if epoch not in self.going_on:
+            return
+        for trial_id in sorted(self.waiting & set(self.records.get(epoch, {})) - self.going_on[epoch]):
+            self.waiting.discard(trial_id)
+            self.going_on[epoch].add(trial_id)
+            self.resume.add(trial_id)
+            searcher_of(tune_controller).on_unpause(trial_id)
 
     def decide_if_complete(self, tune_controller, epoch: int, current: str = "") -> None:
         """Once every live cohort trial promoted to ``epoch`` has reported there: decide, stop the waiting
@@ -203,8 +245,7 @@ class CohortHalving(ContenderKeepingASHA):
             searcher_of(tune_controller).on_unpause(trial.trial_id)
         self.waiting.discard(trial.trial_id)
         self.resume.discard(trial.trial_id)
-        for epoch in self.rungs:
-            self.decide_if_complete(tune_controller, epoch)
+        self.decide_ready(tune_controller)
 
     def choose_trial_to_run(self, tune_controller) -> Any:
         """Promoted paused trials first (the screen's survivors) while fewer than ``slots`` run, then new ones

@@ -1,7 +1,17 @@
 """Cohort halving through Ray (PAUSE, resume from the checkpoint, ``stop_trial`` of a paused trial) takes the
 decisions the simulator backend takes."""
 
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import optuna
 import pytest
+from conftest import study_env, study_stores
+from ray import tune
 from ray_study import backend_trials, ray_trials
 
 from search.simulation.study import simulate
@@ -31,3 +41,35 @@ def test_the_backend_makes_the_ray_studys_halving_decisions(tmp_path):
     ours = backend_trials(simulate(cfg, load_truth(path)))
     assert ours == ray
     assert {"completed", "pruned"} <= {r[2] for r in ours}
+
+
+@pytest.mark.slow
+def test_a_halving_study_interrupted_with_cells_paused_resumes_to_a_verdict(tmp_path):
+    """Ctrl-C once a cell has ended (others wait paused at a rung); the printed line finishes the study:
+    every cell completed or pruned, nothing left PAUSED in Tune or RUNNING in Optuna, and a verdict."""
+    truth = tmp_path / "slow.toml"
+    truth.write_text(Path(resolve_truth("three_better")).read_text().replace("scale = 0.0 ", "scale = 0.01 "))
+    flags = ["--simulate", str(truth), "--search", "cells-halving", "--auxiliary", "sst2", "--seeds", "1"]
+    flags += ["--epochs", "3", "--reduction-factor", "3", "--max-concurrent", "1", "--final-seeds", "3"]
+    run = [sys.executable, "-m", "search.run", "absa", *flags, *study_stores(tmp_path)]
+    proc = subprocess.Popen(
+        run, cwd=tmp_path, env=study_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    seen = []
+    for line in proc.stdout:
+        seen.append(line)
+        if re.match(r"\[t\d\d\] pruned", line):
+            break
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 130, "".join(seen)[-2000:] + rest[-3000:]
+    (command,) = re.findall(r"continue it with: (.+)", rest)
+    _, *argv = shlex.split(command)
+    r = subprocess.run([sys.executable, *argv], cwd=tmp_path, env=study_env(), capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (path,) = [p for p in (tmp_path / "ray").glob("absa-*") if "-final-" not in p.name]  # not finalize's
+    assert {t.status for t in tune.ExperimentAnalysis(str(path)).trials} == {"TERMINATED"}
+    (name,) = optuna.get_all_study_names(f"sqlite:///{tmp_path}/optuna.db")
+    states = {t.state for t in optuna.load_study(study_name=name, storage=f"sqlite:///{tmp_path}/optuna.db").trials}
+    assert states <= {optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED} and len(states) == 2
+    assert "== absa: the answer ==" in r.stdout

@@ -83,7 +83,7 @@ class Controller:
 
 class Trial:
     def __init__(self, trial_id, schema="prop", baseline=False):
-        self.trial_id, self.status = trial_id, "RUNNING"
+        self.trial_id, self.status, self.last_result = trial_id, "RUNNING", {}
         tasks = ["semeval"] if baseline else ["semeval", "sst2"]
         self.config = {"baseline": baseline, "train": {"primary": "semeval", "tasks": tasks, "sampling.schema": schema}}
 
@@ -140,3 +140,32 @@ def test_a_rung_waits_for_the_cohort_trials_not_started_yet_and_paused_ones_free
     s.on_trial_add(controller, trials[1])
     assert report(s, controller, trials[1], 1, 0.85) == "CONTINUE"
     assert s.resume == {"base"} and limiter.paused == set()
+
+
+def test_a_resumed_study_rebuilds_its_rungs_from_the_trials_tune_restored():
+    """Ray does not save a scheduler: a resumed study's starts empty and sees the trials added again, each
+    with its status and last result; the rungs below are decided, the open one decided again at once."""
+    trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c", schema="anneal")]
+    restored = {"base": ("PENDING", 2, 0.80), "a": ("PAUSED", 2, 0.85), "b": ("TERMINATED", 1, 0.70)}
+    restored["c"] = ("PAUSED", 2, 0.79)
+    for t in trials:
+        t.status, epoch, value = restored[t.trial_id]
+        t.last_result = {"training_iteration": epoch, METRIC: value}
+    controller, s = Controller(trials), scheduler(4)
+    for t in trials:
+        s.on_trial_add(controller, t)
+    assert s.going_on[1] == {"base", "a", "c"} and "b" in s.ended  # rung 1 was decided before the interrupt
+    assert s.going_on[2] == {"base", "a"}  # rung 2 again, at once: a on top, base kept; c stopped
+    assert s.choose_trial_to_run(controller).trial_id in {"base", "a"} and controller.stopped == ["c"]
+
+
+def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume():
+    trials = [Trial("base", baseline=True), Trial("a"), Trial("b")]
+    restored = {"base": ("TERMINATED", 3, 0.80), "a": ("PAUSED", 2, 0.85), "b": ("RUNNING", 3, 0.86)}
+    for t in trials:
+        t.status, epoch, value = restored[t.trial_id]
+        t.last_result = {"training_iteration": epoch, METRIC: value}
+    controller, s = Controller(trials), scheduler(3)
+    for t in trials:
+        s.on_trial_add(controller, t)
+    assert "a" in s.going_on[2] and s.resume == {"a"} and not s.waiting  # not left waiting for a decided rung
