@@ -138,7 +138,8 @@ def header_lines(table: pd.DataFrame, study_name: str, objective: str, mode: str
         "",
         f"{len(table)} trials: {int((table.status == COMPLETED).sum())} completed, "
         f"{int((table.status == PRUNED).sum())} pruned by ASHA, {int((table.status == FAILED).sum())} failed. "
-        f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
+        + (f"Scores are mean ± sample std over {seeds} seeds" if seeds > 1 else "Scores are one seed per trial")
+        + "; Δ is against the single-task baseline on dev, with the "
         f'{stats.METHOD} interval of the per-seed differences (per trial, not adjusted). "dev screen" says '
         '"above" or "below" only where Holm\'s step-down over every trial of the search, stopped ones too '
         f"(paired t p-values against the baseline, {SCREEN_ALPHA:.0%} family-wise, two-sided; {stats.MIN_PAIRS} "
