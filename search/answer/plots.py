@@ -100,7 +100,7 @@ def per_group(
         ax.axhline(majority, color="C2", linestyle=":", label="majority rate (constant predictor)")
     ax.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
     ax.set_ylabel(objective)
-    ax.set_title(title + f" (mean ± std over {seeds} seeds)")
+    ax.set_title(title + (f" (mean ± std over {seeds} seeds)" if seeds > 1 else " (one seed per trial)"))
     return save(fig, ax, out / f"objective_per_{column}.png")
 
 

@@ -182,7 +182,8 @@ def header_lines(
         "",
         f"{len(table)} trials: {status[COMPLETED]} completed, "
         f"{status[PRUNED]} pruned by ASHA, {status[FAILED]} failed. "
-        f"Scores are mean ± sample std over {seeds} seeds; Δ is against the single-task baseline on dev, with the "
+        + (f"Scores are mean ± sample std over {seeds} seeds" if seeds > 1 else "Scores are one seed per trial")
+        + "; Δ is against the single-task baseline on dev, with the "
         f'{stats.METHOD} interval of the per-seed differences (per trial, not adjusted). "dev screen" says '
         '"above" or "below" only where Holm\'s step-down over every trial of the search, stopped ones too '
         f"(paired t p-values against the baseline, {SCREEN_ALPHA:.0%} family-wise, two-sided; {stats.MIN_PAIRS} "

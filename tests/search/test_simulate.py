@@ -222,14 +222,12 @@ def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdi
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="after the merge of 2026-11-25 the trials' placement groups hold one GPU but the simulated trainable's "
-    "get_trial_resources() reports 0; passes on the issue-27 branch alone, cause not found yet",
-    strict=False,
-)
-def test_on_a_ray_with_gpus_every_simulated_trial_asks_for_one(tmp_path):
+def test_on_a_ray_with_gpus_every_simulated_trial_asks_for_one(tmp_path, monkeypatch):
     """A Ray that advertises two (logical) GPUs, no --gpus-per-trial: each trial's resources hold one GPU, and
     the study says so when it starts."""
+    # the cluster's raylet reads this process's environment: a CUDA_VISIBLE_DEVICES naming fewer than 2
+    # devices (a GPU machine's CI, or "" to hide them) would refuse the 2 logical GPUs at start
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 4, "num_gpus": 2})

