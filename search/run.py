@@ -52,7 +52,10 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         "(default: full where the cluster has GPUs, else smoke; a simulated study: full)",
     )
     g.add_argument(
-        "--trials", type=int, metavar="N", help="trials in all; with --resume, extends a study to N (default: preset's)"
+        "--trials",
+        type=int,
+        metavar="N",
+        help="trials in all; with --resume, extends a study to N (default: the preset's; cells-halving: its cells)",
     )
     g.add_argument(
         "--seeds", type=int, metavar="K", help="seeds per trial, the same for every config (default: preset's)"
@@ -62,7 +65,8 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         type=int,
         metavar="N",
         help="seeds as a fidelity: trials train N of the K seeds up to ASHA's first rung, times the reduction "
-        "factor per rung passed, all K past the last; the baseline always all K (default: all K throughout)",
+        "factor per rung passed, all K past the last; the baseline always all K (default: the preset's, else the "
+        "strategy's: 1 under cells-halving, else all K throughout)",
     )
     g.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")
     g.add_argument("--mode", choices=("max", "min"), help="(default: the study's)")
@@ -70,15 +74,20 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         "--search",
         default=SearchConfig.search,
         choices=SEARCHES,
-        help="strategy (docs/search-strategies.md): tpe, random, the thesis grid, or cells (every auxiliary set x "
-        "schema cell first, then multivariate TPE) and the variants measured (default: %(default)s)",
+        help="strategy (docs/search-strategies.md). default: cells-halving (every auxiliary set x schema cell of the "
+        "thesis grid, decided together at each epoch; without --trials the study is its cells) where the trials "
+        "hold every cell, else tpe; also the grid, random, ASHA variants (default: %(default)s)",
     )
     g.add_argument(
         "--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the sampler (default: %(default)s)"
     )
     g.add_argument("--epochs", type=int, help="epochs per trial, ASHA's max_t (default: preset's)")
     g.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped (default: preset's)")
-    g.add_argument("--reduction-factor", type=int, help="ASHA reduction factor (default: preset's)")
+    g.add_argument(
+        "--reduction-factor",
+        type=int,
+        help="ASHA reduction factor (default: the preset's, else the strategy's: 3 under cells-halving, else 2)",
+    )
 
 
 def add_space(g: argparse._ArgumentGroup) -> None:

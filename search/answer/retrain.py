@@ -89,11 +89,12 @@ def fit_final_runs(
     # the study's own spool: what the search left unsent goes first, then these runs, in order
     spool = study_spool(spool_path(tune_path), cfg.tracking_uri, parent_run_id)
     tracker = MLflowTracker(cfg.tracking_uri, parent_run_id, epochs, [], objective=objective, spool=str(spool.path))
+    cpus, concurrent = final_slots(cfg, len(points))
     tuner = tune.Tuner(
-        kind.final_trainable([c.config for c in contenders], objective, cfg.cpus_per_trial, cfg.gpus_per_trial),
+        kind.final_trainable([c.config for c in contenders], objective, cpus, cfg.gpus_per_trial),
         param_space={"trial": tune.grid_search(points)},
         tune_config=tune.TuneConfig(
-            max_concurrent_trials=cfg.max_concurrent, trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"
+            max_concurrent_trials=concurrent, trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"
         ),
         run_config=tune.RunConfig(
             name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -110,6 +111,17 @@ def fit_final_runs(
             f"({spool.last_error}): {spool.pending()} records of the final runs wait in {spool.path}"
         )
     return results
+
+
+def final_slots(cfg: FinalizeConfig, arms: int) -> tuple[float, int]:
+    """CPUs per final run and how many run at once. On CPUs only (no GPU asked) every arm runs at once on
+    the CPUs the slots would hold: with 3 arms and 2 slots the third would otherwise train alone on one
+    core while the other waits (measured: the default run's final phase, issue 30); each run keeps one
+    torch thread at least, so the numbers are the same either way."""
+    if cfg.gpus_per_trial > 0 or arms <= cfg.max_concurrent:
+        return cfg.cpus_per_trial, cfg.max_concurrent
+    share = math.floor(cfg.cpus_per_trial * cfg.max_concurrent / arms * 1e4) / 1e4  # Ray counts in 1e-4 units
+    return share, arms
 
 
 def check_complete(result, config: TrainConfig, label: str, study: str, study_experiment: str) -> None:
