@@ -229,7 +229,7 @@ def learning_curves(
             ax.plot(epochs, values, color="0.5", alpha=0.3, marker=".")
     if not each:
         ax.plot([], [], color="C0", marker="o", label="completed")
-    ax.plot([], [], color="0.5", alpha=0.3, marker=".", label="pruned by ASHA")
+    ax.plot([], [], color="0.5", alpha=0.3, marker=".", label="stopped early (pruned)")
     ax.set_xlabel("epoch")
     ax.set_ylabel(objective)
     ax.xaxis.get_major_locator().set_params(integer=True)

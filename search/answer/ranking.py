@@ -181,7 +181,7 @@ def header_lines(
         "## Search ranking (dev)",
         "",
         f"{len(table)} trials: {status[COMPLETED]} completed, "
-        f"{status[PRUNED]} pruned by ASHA, {status[FAILED]} failed. "
+        f"{status[PRUNED]} stopped early (pruned), {status[FAILED]} failed. "
         + (f"Scores are mean ± sample std over {seeds} seeds" if seeds > 1 else "Scores are one seed per trial")
         + "; Δ is against the single-task baseline on dev, with the "
         f'{stats.METHOD} interval of the per-seed differences (per trial, not adjusted). "dev screen" says '

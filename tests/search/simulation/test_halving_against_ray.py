@@ -43,7 +43,8 @@ def test_the_backend_makes_the_ray_studys_halving_decisions(tmp_path):
     assert {"completed", "pruned"} <= {r[2] for r in ours}
 
 
-@pytest.mark.slow
+@pytest.mark.extended  # not in CI: on 2026-11-25 it passed once and once hung in the resumed study (open, issue 28)
+@pytest.mark.timeout(600)
 def test_a_halving_study_interrupted_with_cells_paused_resumes_to_a_verdict(tmp_path):
     """Ctrl-C once a cell has ended (others wait paused at a rung); the printed line finishes the study:
     every cell completed or pruned, nothing left PAUSED in Tune or RUNNING in Optuna, and a verdict."""
