@@ -84,10 +84,14 @@ class SeedSchedule:
 
     @classmethod
     def of_trial(cls, config: Mapping[str, Any], seeds: int) -> SeedSchedule:
-        """A trial's schedule from its (flat) config: the full one for the baseline (it is never
-        stopped and sets every rung's bar) and where the study has no schedule."""
-        spec = config.get(FIDELITY)
-        if not spec or config.get("baseline"):
+        """A trial's schedule from its (flat) Tune config (:meth:`of`)."""
+        return cls.of(config.get(FIDELITY), bool(config.get("baseline")), seeds)
+
+    @classmethod
+    def of(cls, spec: Mapping[str, Any] | None, baseline: bool, seeds: int) -> SeedSchedule:
+        """A trial's schedule from the study's (:meth:`to_dict`): the full one for the baseline (it is
+        never stopped and sets every rung's bar) and where the study has no schedule."""
+        if not spec or baseline:
             return cls.full(seeds)
         return cls(seeds=seeds, first=int(spec["first"]), rungs=tuple(spec["rungs"]), growth=int(spec["growth"]))
 

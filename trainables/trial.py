@@ -80,4 +80,4 @@ class TrialConfig:
 
     def schedule(self) -> SeedSchedule:
         """The seeds this trial trains at each epoch (every seed for the baseline, or without a schedule)."""
-        return SeedSchedule.of_trial({FIDELITY: self.fidelity, "baseline": self.baseline}, len(self.seeds))
+        return SeedSchedule.of(self.fidelity, self.baseline, len(self.seeds))

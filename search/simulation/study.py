@@ -18,7 +18,7 @@ from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
 from search.study.plan import StudyPlan, plan_offline
 from search.study.tuner import sampler_of, scheduler_of, searcher_of
-from trainables.fidelity import FIDELITY, SeedSchedule
+from trainables.fidelity import SeedSchedule
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ def scheduled_seeds(study_plan: StudyPlan) -> SeedCount:
         return all_seeds
 
     def count(trial: SimTrial, epoch: int) -> int:
-        return SeedSchedule.of_trial({**trial.config, FIDELITY: schedule.to_dict()}, len(trial.seeds)).at(epoch)
+        return SeedSchedule.of(schedule.to_dict(), trial.trial_config.baseline, len(trial.seeds)).at(epoch)
 
     return count
 

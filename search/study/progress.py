@@ -84,7 +84,8 @@ class Work:
 
     def schedule(self, config: Mapping[str, Any]) -> SeedSchedule:
         """The trial's seeds per epoch (``--first-rung-seeds``; else all K throughout)."""
-        return SeedSchedule.of_trial(config, self.seeds)
+        trial = TrialConfig.of_tune(config)
+        return SeedSchedule.of(trial.fidelity, trial.baseline, self.seeds)
 
     def expected(self, schedule: SeedSchedule, epoch: int = 0) -> float:
         """Seed-epochs a trial that reported ``epoch`` and still runs is expected to train in all."""
