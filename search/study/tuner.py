@@ -223,21 +223,13 @@ def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
     """ASHA over epochs that keeps the baseline and each side's leader; the plan's rungs; with
     ``--first-rung-seeds``, paired on the seeds each rung's trials have."""
     rungs = strategy_of(plan.search).rungs
-    if rungs == "halving":
-        return CohortHalving(
-            time_attr="training_iteration",
-            max_t=plan.rungs.max_t,
-            grace_period=plan.rungs.grace_period,
-            reduction_factor=plan.rungs.reduction_factor,
-            schedule=plan.schedule,
-            cohort=len(plan.points),
-            slots=plan.resources.max_concurrent,
-        )
-    scheduler = FamilyASHA if rungs == "family" else ContenderKeepingASHA
-    return scheduler(
+    common = dict(
         time_attr="training_iteration",
         max_t=plan.rungs.max_t,
         grace_period=plan.rungs.grace_period,
         reduction_factor=plan.rungs.reduction_factor,
         schedule=plan.schedule,
     )
+    if rungs == "halving":
+        return CohortHalving(**common, cohort=len(plan.points), slots=plan.resources.max_concurrent)
+    return (FamilyASHA if rungs == "family" else ContenderKeepingASHA)(**common)

@@ -151,13 +151,7 @@ class TrialRecord:
             number=tag_int(run, rec.TRIAL_NUMBER_TAG, -1),
             key=t.get(rec.CANONICAL_KEY_TAG, ""),
             baseline=t.get(rec.BASELINE_TAG) == "true",
-            auxiliary=p.aux,
-            schema=p.schema,
-            exponent=math.nan if p.exponent is None else p.exponent,
-            anneal_c=math.nan if p.anneal_c is None else p.anneal_c,
-            lr=p.lr,
-            warmup=p.warmup,
-            batch_size=p.batch_size,
+            **config_fields(p),
             epochs=tag_int(run, rec.EPOCHS_TAG, 0),
             seeds=p.seeds,
             node=t.get("hostname", ""),
@@ -184,13 +178,7 @@ class TrialRecord:
             number=trial.number,
             key=config.key or trial.trial_id,
             baseline=config.baseline,
-            auxiliary=p.aux,
-            schema=p.schema,
-            exponent=math.nan if p.exponent is None else p.exponent,
-            anneal_c=math.nan if p.anneal_c is None else p.anneal_c,
-            lr=p.lr,
-            warmup=p.warmup,
-            batch_size=p.batch_size,
+            **config_fields(p),
             epochs=trial.epoch,
             seeds=p.seeds,
             objective=float(result.get(objective, math.nan)),
@@ -208,3 +196,16 @@ def tag_int(run, tag: str, default: int) -> int:
         return int(value)
     except ValueError:
         raise ConfigError(f"MLflow run {run.info.run_id}: tag {tag!r} is {value!r}, expected an integer") from None
+
+
+def config_fields(p: TrialParams) -> dict[str, Any]:
+    """The record's fields that come from the trial's params (an unset exponent or anneal_c is NaN)."""
+    return {
+        "auxiliary": p.aux,
+        "schema": p.schema,
+        "exponent": math.nan if p.exponent is None else p.exponent,
+        "anneal_c": math.nan if p.anneal_c is None else p.anneal_c,
+        "lr": p.lr,
+        "warmup": p.warmup,
+        "batch_size": p.batch_size,
+    }
