@@ -32,6 +32,7 @@ import numpy as np
 from search.study.config import SearchConfig
 from search.study.kind import TrainedTrials
 from search.study.plan import plan_offline
+from search.study.strategy import strategy_of
 from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
@@ -148,6 +149,38 @@ def asha_seed_epoch_fraction(schedule: SeedSchedule, reduction_factor: int, max_
     return expected / (max_t * schedule.seeds)
 
 
+def halving_seed_epochs(
+    cells: int,
+    families: int,
+    screen: float | None,
+    grace: int,
+    reduction_factor: int,
+    schedule: SeedSchedule | None,
+    max_t: int,
+    seeds: int,
+) -> float:
+    """Expected seed-epochs of a cohort of ``cells`` trials under cohort halving (``search/study/halving.py``),
+    results exchangeable: at the screen point each family keeps its top 1/reduction_factor (about
+    ``cells / rf + families / 2``), at each epoch rung the top 1/rf go on, plus the baseline, and each family's
+    leader at the first epoch rung (about half of them are not in the top already). A trial stopped at a point
+    trained ``schedule.seed_epochs`` of it (catch-up included; all ``seeds`` throughout without a schedule).
+    Checked against simulated studies on the null truth (tests/search/test_estimate.py)."""
+
+    def cost(point: float) -> float:
+        return schedule.seed_epochs(point) if schedule is not None else point * seeds
+
+    points = ([screen] if screen else []) + list(range(grace, max_t))
+    alive, total = float(cells), 0.0
+    for point in points:
+        if point == screen:
+            going = min(alive, alive / reduction_factor + families / 2)
+        else:
+            going = min(alive, math.ceil(alive / reduction_factor) + 1 + (families / 2 if point == grace else 0))
+        total += (alive - going) * cost(point)
+        alive = going
+    return total + alive * cost(max_t)
+
+
 def split_sizes(study, base) -> dict[str, dict[str, int]]:
     """Rows per split of every task of the study, after the preset's limits."""
     data = Path(base.data_dir)
@@ -195,7 +228,12 @@ def estimate(
     cost = strategy_cost(study, MEASURED_STRATEGY_COST if ratios is None else ratios)
     per_trial = rows_per_trial(study, base, sizes, seeds, cost)
     grace, factor, schedule = p.rungs.grace_period, p.rungs.reduction_factor, p.schedule
-    if schedule is None:
+    if strategy_of(p.search).rungs == "halving":  # the cohort: the study's first points, decided together
+        cells = len(p.points)
+        families = len({point.get("schema") if point.get("multitask") else "single-task" for point in p.points})
+        spent = halving_seed_epochs(cells, families, p.screen, grace, factor, schedule, base.epochs, seeds)
+        fraction = spent / (cells * base.epochs * seeds)
+    elif schedule is None:
         fraction = asha_epoch_fraction(base.epochs, grace, factor)
     else:
         fraction = asha_seed_epoch_fraction(schedule, factor, base.epochs)

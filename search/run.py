@@ -75,14 +75,23 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         default=SearchConfig.search,
         choices=SEARCHES,
         help="strategy (docs/search-strategies.md). default: cells-halving (every auxiliary set x schema cell of the "
-        "thesis grid, decided together at each epoch; without --trials the study is its cells) where the trials "
-        "hold every cell, else tpe; also the grid, random, ASHA variants (default: %(default)s)",
+        "thesis grid, compared within its schema family a quarter into its first epoch, then decided together at "
+        "each epoch, one seed until the last rung; without --trials the study is its cells) where the trials hold "
+        "every cell, else tpe; also the grid, random, ASHA variants (default: %(default)s)",
     )
     g.add_argument(
         "--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the sampler (default: %(default)s)"
     )
     g.add_argument("--epochs", type=int, help="epochs per trial, ASHA's max_t (default: preset's)")
     g.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial can be stopped (default: preset's)")
+    g.add_argument(
+        "--screen-fraction",
+        type=float,
+        metavar="F",
+        help="a first rung after F of the first epoch (0 < F < 1): every search trial evaluates dev and checkpoints "
+        "there, and the halving rungs compare every cell at F of an epoch's compute; 0: none (default: the "
+        "strategy's: 0.25 under cells-halving, else none)",
+    )
     g.add_argument(
         "--reduction-factor",
         type=int,
@@ -264,6 +273,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         tracking_grace=args.tracking_grace,
         simulate=resolve_truth(args.simulate) if args.simulate else None,
         first_rung_seeds=args.first_rung_seeds,
+        screen_fraction=args.screen_fraction,
     )
 
 

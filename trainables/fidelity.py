@@ -29,6 +29,25 @@ from trainables.results import seed_key
 
 FIDELITY = "fidelity"  # trial config key holding :meth:`SeedSchedule.to_dict`
 SEED_COUNT = "seeds/trained"  # result key: how many seeds this epoch's means are over
+SCREEN = "screen"  # trial config key: the fraction of the first epoch after which a search trial first reports
+
+
+def check_screen(screen: float | None, where: str = "--screen-fraction") -> float | None:
+    """``screen`` if it is a fraction of an epoch strictly between 0 and 1 (or None); one line otherwise."""
+    if screen is not None and not 0 < screen < 1:
+        raise ConfigError(f"{where} {screen}: expected a fraction of the first epoch, above 0 and below 1")
+    return screen
+
+
+def epoch_value(point: float) -> float | int:
+    """An epoch as results and tags show it: 2 at an epoch's end, 0.5 at a screen point."""
+    return int(point) if point == int(point) else point
+
+
+def report_points(epochs: int, screen: float | None = None) -> tuple[float, ...]:
+    """Where a trial evaluates dev and reports, in epochs: after ``screen`` of the first epoch (the screen
+    rung: every cell of a study compared for a fraction of an epoch's compute), then after every epoch."""
+    return ((screen,) if screen else ()) + tuple(float(e) for e in range(1, epochs + 1))
 
 
 def asha_rungs(grace_period: int, reduction_factor: float, max_t: int) -> tuple[int, ...]:
@@ -68,15 +87,17 @@ class SeedSchedule:
         """Every seed at every epoch: the baseline's, finalize's, and any trial's without the option."""
         return cls(seeds=seeds, first=seeds)
 
-    def at(self, epoch: int) -> int:
-        """Seeds trained at ``epoch`` (1-based): those of the rung segment it falls in."""
+    def at(self, epoch: float) -> int:
+        """Seeds trained at ``epoch`` (1-based; a screen point below 1 trains the first rung's seeds): those of
+        the rung segment it falls in."""
         passed = sum(1 for rung in self.rungs if rung < epoch)
         if passed == len(self.rungs):
             return self.seeds
         return min(self.seeds, self.first * self.growth**passed)
 
-    def seed_epochs(self, epoch: int) -> int:
-        """Seed-epochs a trial has trained once it reported ``epoch`` (catch-up included)."""
+    def seed_epochs(self, epoch: float) -> float:
+        """Seed-epochs a trial has trained once it reported ``epoch`` (catch-up included; a screen point
+        inside the first epoch costs its fraction)."""
         return epoch * self.at(epoch) if epoch > 0 else 0
 
     def to_dict(self) -> dict[str, Any]:

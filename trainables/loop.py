@@ -1,8 +1,9 @@
 """The multitask training loop (thesis Algorithm 3) as a resumable Python API.
 
 ``train(config)`` yields one metrics dict per epoch. ``Trainer`` holds the whole
-state (model, optimiser, scheduler, sampler and batch RNGs) behind
-``state_dict``/``load_state_dict`` so a wrapper can checkpoint between epochs
+state (model, optimiser, scheduler, sampler and batch RNGs, the position inside an epoch) behind
+``state_dict``/``load_state_dict`` so a wrapper can checkpoint between evaluations (every epoch's
+end, and a screen point inside the first: :meth:`Trainer.run_to`)
 and a resumed run continues as an uninterrupted one would: bit for bit on the CPU, within
 tolerance on CUDA, whose kernels are not deterministic (no determinism flags are set, and
 SDPA's memory-efficient backward with a padding mask accumulates in no fixed order).
@@ -16,6 +17,7 @@ import logging
 import pickle
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +105,10 @@ class Trainer:
         # the schedule counts optimizer steps; an epoch's last one may take fewer than grad_accum micro-batches
         self.updates_per_epoch = -(-self.steps_per_epoch // self.accum)
         self.scheduler = self._scheduler(self.updates_per_epoch * config.epochs)
-        self.epoch = 0
+        self.epoch = 0  # epochs completed
+        self.step = 0  # micro-batches trained of epoch ``self.epoch + 1`` (an evaluation inside an epoch)
+        self.partial = Partial()  # what those micro-batches trained: the epoch's metrics cover them
+        self.finished = Partial()  # the last whole epoch's
         # Each run owns its torch RNG (dropout), so several seeds can interleave epochs in one
         # process and each still matches its standalone run. On CUDA only its own device's
         # generator: a resumed trial may see fewer GPUs, and a CPU run creates no CUDA context.
@@ -165,14 +170,17 @@ class Trainer:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
 
-    def train_steps(self, epoch: int, steps: int) -> tuple[np.ndarray, np.ndarray]:
-        """Train ``steps`` micro-batches of ``epoch``, one optimizer step per ``accum`` of them.
+    def train_steps(self, epoch: int, steps: int, start: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Train ``steps`` micro-batches of ``epoch`` from its micro-batch ``start``, one optimizer step per
+        ``accum`` of them, the last step taking what is left (``start`` is a multiple of ``accum``: an
+        optimizer step never straddles two calls, so an epoch split in two trains as a whole one).
 
         Returns each micro-batch's loss (float64) and task index. The host waits for the
         device only every ``check_every`` steps, to check the losses are finite and log (and,
-        with the bandit sampler, every ``bandit_every`` steps to reward it).
+        with the bandit sampler, every ``bandit_every`` steps and at ``end`` to reward it).
         """
         accum, every, bandit = self.accum, self.config.check_every, self.config.sampling.bandit_every
+        end = start + steps
         losses = torch.zeros(steps, device=self.device)  # (steps,) filled on the device, read at checks
         tasks = np.zeros(steps, dtype=np.int64)
         self.optimizer.zero_grad(set_to_none=True)
@@ -182,39 +190,44 @@ class Trainer:
         prefetch = self.config.prefetch and not self.sampler.adaptive
         checked = fed = 0
         with contextlib.closing(ahead(draws) if prefetch else draws) as batches:
-            for step, (t, batch) in enumerate(batches):
+            for i, (t, batch) in enumerate(batches):
+                step = start + i  # within the epoch: optimizer steps and logs fall where a whole epoch has them
                 # sample a task, take its next batch, backpropagate through encoder and head
-                tasks[step] = t
+                tasks[i] = t
                 if step % accum == 0:
                     self.strategy.start_update(epoch, self.scheduler.last_epoch)  # unfreezing
-                group = min(accum, steps - step // accum * accum)  # micro-batches in this optimizer step
-                losses[step] = self.backward(t, batch, 1.0 / group)
-                if (step + 1) % accum == 0 or step + 1 == steps:
+                group = min(accum, end - step // accum * accum)  # micro-batches in this optimizer step
+                losses[i] = self.backward(t, batch, 1.0 / group)
+                if (step + 1) % accum == 0 or step + 1 == end:
                     self.optimizer_step()
-                if (step + 1) % bandit == 0 or step + 1 == steps:
-                    self.strategy.feed(self.sampler, tasks[fed : step + 1], losses[fed : step + 1], self.held_out_loss)
-                    fed = step + 1
-                if (step + 1) % every == 0 or step + 1 == steps:
-                    self._check(losses, tasks, checked, step + 1, epoch)
-                    checked = step + 1
+                if (step + 1) % bandit == 0 or step + 1 == end:
+                    self.strategy.feed(self.sampler, tasks[fed : i + 1], losses[fed : i + 1], self.held_out_loss)
+                    fed = i + 1
+                if (step + 1) % every == 0 or step + 1 == end:
+                    self._check(losses, tasks, checked, i + 1, epoch, start)
+                    checked = i + 1
         return losses.cpu().double().numpy(), tasks
 
-    def _check(self, losses: torch.Tensor, tasks: np.ndarray, start: int, end: int, epoch: int) -> None:
-        """Raise :class:`DivergedError` naming the first non-finite loss in ``losses[start:end]``; log."""
+    def _check(
+        self, losses: torch.Tensor, tasks: np.ndarray, start: int, end: int, epoch: int, offset: int = 0
+    ) -> None:
+        """Raise :class:`DivergedError` naming the first non-finite loss in ``losses[start:end]``; log.
+        ``offset``: the epoch's step of ``losses[0]``."""
         window = losses[start:end]
         bad = torch.nonzero(~torch.isfinite(window)).flatten().tolist()  # the host sync
         if bad:
             i = start + bad[0]
             raise DivergedError(
-                f"loss became {losses[i].item()} at epoch {epoch + 1} step {i + 1} on task {self.names[tasks[i]]}"
+                f"loss became {losses[i].item()} at epoch {epoch + 1} step {offset + i + 1} "
+                f"on task {self.names[tasks[i]]}"
             )
         log_every = max(1, self.steps_per_epoch // 10)
-        if end // log_every > start // log_every:  # a tenth of the epoch passed since the last line
+        if (offset + end) // log_every > (offset + start) // log_every:  # a tenth of the epoch passed
             logger.info(
                 "%s: epoch %d step %d/%d loss %.4f",
                 self.name,
                 epoch + 1,
-                end,
+                offset + end,
                 self.steps_per_epoch,
                 window.mean().item(),
             )
@@ -235,34 +248,78 @@ class Trainer:
         return float(loss)
 
     def run_epoch(self) -> dict[str, float]:
-        """Train one epoch, evaluate on dev (and test after the last epoch); return the metrics."""
+        """Train the rest of the current epoch, evaluate on dev (and test after the last epoch); the metrics."""
+        return self.run_to(self.epoch + 1)
+
+    def screen_step(self, fraction: float) -> int:
+        """The micro-batch of an epoch where an evaluation at ``fraction`` of it falls: a whole number of
+        optimizer steps, at least one, and at least one before the epoch's end."""
+        updates = -(-self.steps_per_epoch // self.accum)
+        if updates < 2:
+            raise ValueError(
+                f"{self.name}: an epoch of one optimizer step has no point inside it (screen {fraction:g})"
+            )
+        return min(updates - 1, max(1, round(fraction * updates))) * self.accum
+
+    @property
+    def position(self) -> float:
+        """Where training stands, in epochs (2.5: half-way through the third)."""
+        return self.epoch + self.step / self.steps_per_epoch
+
+    def reached(self, point: float) -> bool:
+        """Whether training has passed ``point`` (in epochs, as :meth:`run_to` takes it)."""
+        whole, fraction = int(point), point - int(point)
+        return (whole, self.screen_step(fraction) if fraction else 0) <= (self.epoch, self.step)
+
+    def run_to(self, point: float, evaluate: bool = True) -> dict[str, float]:
+        """Train up to ``point`` epochs (0.5: half of the first; 2: the end of the second) and evaluate dev
+        there (test too at the end of the last epoch); the metrics, ``epoch`` = ``point``. Epochs passed on
+        the way are trained without evaluation (a seed joining a trial late catches up this way); with
+        ``evaluate`` False, nothing is evaluated (empty metrics)."""
+        whole, fraction = int(point), point - int(point)
+        if self.reached(point) or point > self.config.epochs:
+            raise ValueError(f"{self.name}: cannot train to epoch {point:g} from {self.position:g}")
         with torch.random.fork_rng(devices=[self.device] if self.cuda_rng is not None else []):
             torch.set_rng_state(self.torch_rng)
             if self.cuda_rng is not None:
                 torch.cuda.set_rng_state(self.cuda_rng, self.device)
-            metrics = self._run_epoch()
+            while self.epoch < whole:
+                self.train_part(self.steps_per_epoch)  # to the end of the epoch
+            if fraction:
+                self.train_part(self.screen_step(fraction))
+            metrics = self.evaluate(point) if evaluate else {}
             self.torch_rng = torch.get_rng_state()
             if self.cuda_rng is not None:
                 self.cuda_rng = torch.cuda.get_rng_state(self.device)
         return metrics
 
-    def _run_epoch(self) -> dict[str, float]:
-        config, epoch = self.config, self.epoch
+    def train_part(self, end: int) -> None:
+        """Train the current epoch from :attr:`step` to micro-batch ``end``; at the epoch's end, move to the next."""
         self.model.train()
         started = time.perf_counter()
-        step_losses, step_tasks = self.train_steps(epoch, self.steps_per_epoch)
-        # in force at the epoch's end: a bandit's has moved during it; one batch of every task per step: uniform
+        losses, tasks = self.train_steps(self.epoch, end - self.step, self.step)
+        self.partial = self.partial.add(losses, tasks, time.perf_counter() - started)
+        self.step = end
+        if end == self.steps_per_epoch:
+            self.finished = self.partial  # the whole epoch's steps, for its metrics
+            self.epoch, self.step, self.partial = self.epoch + 1, 0, Partial()
+
+    def evaluate(self, point: float) -> dict[str, float]:
+        """The metrics at ``point``: the training of the epoch it falls in so far, dev scores, test at the end."""
+        config = self.config
+        trained = self.partial if self.step else self.finished
+        epoch = self.epoch if self.step else self.epoch - 1  # the epoch ``point`` falls in (0-based)
+        # in force at the point: a bandit's has moved during the epoch; one batch of every task per step: uniform
         every_task = config.optim.step_mode == "all"
         probs = np.full(len(self.names), 1 / len(self.names)) if every_task else self.sampler.probabilities(epoch)
+        step_losses, step_tasks = trained.arrays()
         losses = {n: step_losses[step_tasks == i].tolist() for i, n in enumerate(self.names)}
-        train_seconds = time.perf_counter() - started
-        self.epoch += 1
 
-        metrics: dict[str, float] = {"epoch": float(self.epoch), "train/seconds": train_seconds}
+        metrics: dict[str, float] = {"epoch": float(point), "train/seconds": trained.seconds}
         all_losses = [x for v in losses.values() for x in v]
         metrics["train/loss"] = float(np.mean(all_losses))
         metrics["train/samples_per_second"] = (
-            sum(len(v) for v in losses.values()) * config.batch_size / max(train_seconds, 1e-9)
+            sum(len(v) for v in losses.values()) * config.batch_size / max(trained.seconds, 1e-9)
         )
         for i, n in enumerate(self.names):
             key = self.data[n].task.name
@@ -274,7 +331,7 @@ class Trainer:
         for n in self.names:
             d = self.data[n]
             metrics.update(self._scores(n, "dev", d.dev, d.dev_examples))
-            if self.epoch == config.epochs and d.test is not None:
+            if point == config.epochs and d.test is not None:
                 metrics.update(self._scores(n, "test", d.test, d.test_examples))  # type: ignore[arg-type]
         return metrics
 
@@ -301,6 +358,8 @@ class Trainer:
     def state_dict(self) -> dict[str, Any]:
         return {
             "epoch": self.epoch,
+            "step": self.step,  # inside epoch ``epoch + 1``: a checkpoint at a screen point
+            "partial": self.partial.state_dict(),
             "model": self.model.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
@@ -314,6 +373,8 @@ class Trainer:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.epoch = int(state["epoch"])
+        self.step = int(state.get("step", 0))  # a checkpoint from before screens: at an epoch's end
+        self.partial = Partial.of(state.get("partial"))
         self.model.load_state_dict(state["model"])
         self._load_optimizer(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
@@ -350,6 +411,34 @@ class Trainer:
                 f"tensors and plain values, or not a trainer checkpoint): {str(exc).splitlines()[0]}"
             ) from None
         self.load_state_dict(state)
+
+
+@dataclass(frozen=True)
+class Partial:
+    """The micro-batches trained so far of one epoch: their losses, task indices and seconds."""
+
+    losses: tuple[np.ndarray, ...] = ()
+    tasks: tuple[np.ndarray, ...] = ()
+    seconds: float = 0.0
+
+    def add(self, losses: np.ndarray, tasks: np.ndarray, seconds: float) -> Partial:
+        return Partial((*self.losses, losses), (*self.tasks, tasks), self.seconds + seconds)
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        if not self.losses:
+            return np.zeros(0), np.zeros(0, dtype=np.int64)
+        return np.concatenate(self.losses), np.concatenate(self.tasks)
+
+    def state_dict(self) -> dict[str, Any]:
+        losses, tasks = self.arrays()  # tensors: a checkpoint loads with weights_only=True
+        return {"losses": torch.from_numpy(losses), "tasks": torch.from_numpy(tasks), "seconds": self.seconds}
+
+    @classmethod
+    def of(cls, state: dict[str, Any] | None) -> Partial:
+        if not state or not len(state["losses"]):
+            return cls()
+        losses, tasks = state["losses"].cpu().numpy(), state["tasks"].cpu().numpy()
+        return cls((losses,), (tasks,), float(state["seconds"]))
 
 
 def train(config: TrainConfig, data: dict[str, TaskData] | None = None) -> Iterator[dict[str, float]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from trainables.config import ConfigError, TrainConfig
-from trainables.fidelity import FIDELITY, SeedSchedule
+from trainables.fidelity import FIDELITY, SCREEN, SeedSchedule, check_screen, report_points
 
 NESTED = "trial"  # finalize's grid_search over whole configs nests each under this key
 
@@ -32,6 +32,7 @@ class TrialConfig:
     kind: str = ""  # the MLflow run kind (finalize's ``final``); "": a search trial
     final_for: str = ""  # finalize: the run of the search trial whose config this trains again
     fidelity: Mapping[str, Any] | None = None  # :meth:`SeedSchedule.to_dict` of the study's seed schedule
+    screen: float | None = None  # the fraction of the first epoch after which a search trial first reports
 
     def to_tune(self) -> dict[str, Any]:
         """The set fields as Tune's config dict (``train`` as :meth:`TrainConfig.to_dict`, ``seeds`` a list)."""
@@ -66,6 +67,7 @@ class TrialConfig:
                 kind=str(flat.get("kind", "")),
                 final_for=str(flat.get("final_for", "")),
                 fidelity=flat.get(FIDELITY) or None,
+                screen=check_screen(None if flat.get(SCREEN) is None else float(flat[SCREEN]), "trial screen"),
             )
         except ConfigError:
             raise
@@ -77,6 +79,10 @@ class TrialConfig:
         if self.train is None:
             raise ConfigError(f"Tune trial config {self.label or self.key or '?'}: no 'train' (a param space?)")
         return self.train
+
+    def points(self) -> tuple[float, ...]:
+        """Where this trial evaluates dev and reports, in epochs (:func:`~trainables.fidelity.report_points`)."""
+        return report_points(self.training().epochs, self.screen)
 
     def schedule(self) -> SeedSchedule:
         """The seeds this trial trains at each epoch (every seed for the baseline, or without a schedule)."""

@@ -37,7 +37,7 @@ from ray import tune
 from trainables.batching import tokenizer_identity
 from trainables.cli import setup_logging
 from trainables.config import TrainConfig
-from trainables.fidelity import SEED_COUNT, SeedSchedule
+from trainables.fidelity import SEED_COUNT, SeedSchedule, epoch_value
 from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
 from trainables.results import DIVERGED, FAILURE_REASON, aggregate, seed_values_kept
@@ -96,7 +96,7 @@ def _in_tune() -> bool:
         return False
 
 
-def diverged_result(metric: str, epoch: int, reason: str) -> dict[str, Any]:
+def diverged_result(metric: str, epoch: float, reason: str) -> dict[str, Any]:
     """The last result of a diverged trial. The objective is NaN: ASHA's cutoffs skip NaN
     (``nanpercentile``), where an infinite value would poison every later cutoff."""
     return {metric: float("nan"), "epoch": epoch, DIVERGED: 1.0, FAILURE_REASON: reason}
@@ -152,12 +152,12 @@ def multitask_trainable(
         return Trainer(base.with_(seed=seed), data, tokenizer, name=f"{label} seed {seed}".strip())
 
     trainers = restore(trainer, seeds, trial.key, where["hostname"])
-    where["restored_from_epoch"] = trainers[0].epoch if trainers else 0
+    where["restored_from_epoch"] = epoch_value(trainers[0].position) if trainers else 0
     objective = metric or trial.metric or "objective"
     primary = data[base.primary].task.name  # "semeval" for the spec "semeval:NLI_M"
     counted = trial.fidelity is not None  # seeds/trained is reported where the study has a schedule
     reporting = Reporting(objective, primary, where, trial.key, counted)
-    train_and_report(trainers, trainer, seeds, trial.schedule(), base.epochs, reporting)
+    train_and_report(trainers, trainer, seeds, trial.schedule(), trial.points(), reporting)
 
 
 def trial_data(
@@ -184,7 +184,7 @@ def restore(trainer: Callable[[int], Trainer], seeds: Sequence[int], key: str, h
         trainers = [trainer(seed) for seed in seeds[:held]]
         for seed, t in zip(seeds, trainers):
             t.load(Path(directory) / f"seed-{seed}.pt")
-    logger.info("resumed %s from its epoch-%d checkpoint on %s", key, trainers[0].epoch, hostname)
+    logger.info("resumed %s from its checkpoint at epoch %g on %s", key, trainers[0].position, hostname)
     return trainers
 
 
@@ -208,30 +208,31 @@ def train_and_report(
     trainer: Callable[[int], Trainer],
     seeds: Sequence[int],
     schedule: SeedSchedule,
-    epochs: int,
+    points: Sequence[float],
     reporting: Reporting,
 ) -> None:
-    """Train the schedule's seeds epoch by epoch; report their aggregate and checkpoint them after each.
-    ``trainers``: the seeds restored (a prefix of ``seeds``); ``trainer(seed)`` makes a new one."""
+    """Train the schedule's seeds to each report point (``points``: every epoch's end, and a screen point
+    inside the first); report their aggregate and checkpoint them at each. ``trainers``: the seeds restored
+    (a prefix of ``seeds``, all at one point); ``trainer(seed)`` makes a new one."""
     objective, where, key = reporting.objective, reporting.where, reporting.key
-    done = trainers[0].epoch if trainers else 0
-    for epoch in range(done + 1, epochs + 1):
+    ahead = [p for p in points if not trainers or not trainers[0].reached(p)]
+    for before, point in zip([0.0, *points][len(points) - len(ahead) :], ahead):
         try:
-            # promoted past a rung: the added seeds catch up on the epochs they missed, unreported
-            for seed in seeds[len(trainers) : schedule.at(epoch)]:
+            # promoted past a rung: the added seeds catch up to the last point, unreported
+            for seed in seeds[len(trainers) : schedule.at(point)]:
                 trainers.append(trainer(seed))
-                while trainers[-1].epoch < epoch - 1:
-                    trainers[-1].run_epoch()
-            per_seed = [t.run_epoch() for t in trainers]
+                if before:
+                    trainers[-1].run_to(before, evaluate=False)
+            per_seed = [t.run_to(point) for t in trainers]
         except DivergedError as exc:
             reason = f"DivergedError: {exc}"
             logger.error("%s diverged: %s", key, reason)
-            tune.report({**diverged_result(objective, epoch, reason), **where})
+            tune.report({**diverged_result(objective, point, reason), **where})
             return
         per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score
         trained = seeds[: len(trainers)]
         metrics: dict[str, Any] = aggregate(per_seed, trained, reporting.keep_seeds)
-        metrics.update(epoch=epoch, **where)
+        metrics.update(epoch=epoch_value(point), **where)
         if reporting.counted:
             metrics[SEED_COUNT] = len(trainers)
         with tempfile.TemporaryDirectory() as directory:

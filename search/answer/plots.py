@@ -205,7 +205,7 @@ def parallel(completed: pd.DataFrame, objective: str, out: Path) -> Path | None:
 
 
 def learning_curves(
-    table: pd.DataFrame, curves: dict[str, list[tuple[int, float]]], objective: str, out: Path, named: int = 8
+    table: pd.DataFrame, curves: dict[str, list[tuple[float, float]]], objective: str, out: Path, named: int = 8
 ) -> Path:
     """Every trial's objective per epoch (``curves``: run id -> (epoch, value)): completed trials in
     colour (each named in the legend where there are at most ``named``, else one colour), pruned
@@ -238,12 +238,17 @@ def learning_curves(
     return save(fig, ax, out / "learning_curves.png", legend=False)
 
 
-def objective_curves(client, table: pd.DataFrame) -> dict[str, list[tuple[int, float]]]:
-    """Each trial run's ``objective`` per epoch, from the MLflow ``client`` (the step is the epoch)."""
-    return {
-        run_id: [(int(m.step), float(m.value)) for m in client.get_metric_history(run_id, rec.OBJECTIVE)]
-        for run_id in table.run_id
-    }
+def objective_curves(client, table: pd.DataFrame) -> dict[str, list[tuple[float, float]]]:
+    """Each trial run's ``objective`` per epoch, from the MLflow ``client`` (the step is the epoch; a result at
+    step 0 is a screen point inside the first epoch, placed where ``screen/epoch`` says)."""
+    curves = {}
+    for run_id in table.run_id:
+        points = [(float(m.step), float(m.value)) for m in client.get_metric_history(run_id, rec.OBJECTIVE)]
+        if any(step == 0 for step, _ in points):
+            screen = [m.value for m in client.get_metric_history(run_id, rec.SCREEN_EPOCH)]
+            points = [(screen[-1] if step == 0 and screen else step, value) for step, value in points]
+        curves[run_id] = points
+    return curves
 
 
 def save(fig, ax, path: Path, legend: bool = True) -> Path:

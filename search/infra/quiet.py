@@ -58,6 +58,8 @@ FILE_ONLY = (
     "Trials did not complete: ",
     # MLflow's advice on logging the winner's model as a Python object (the registry's pyfunc is ours)
     "Passing a Python object as `python_model`",
+    # cohort halving marks the losers it stops while paused for saving (search/study/halving.py): known, chosen
+    "You are trying to access _mark_trial_to_checkpoint interface",
 )
 TRIAL_FAILED = "Trial task failed for trial "  # Tune's ERROR record of a failed trial, with its traceback
 

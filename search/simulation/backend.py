@@ -36,11 +36,12 @@ from search.simulation.trial import PAUSED, PENDING, RUNNING, TERMINATED, Contro
 from search.simulation.truth.model import Truth
 from search.study.halving import limiter_of
 from trainables.config import TrainConfig
+from trainables.fidelity import epoch_value
 
-SeedCount = Callable[[SimTrial, int], int]  # (trial, epoch) -> how many of its seeds report that epoch
+SeedCount = Callable[[SimTrial, float], int]  # (trial, epoch) -> how many of its seeds report that epoch
 
 
-def all_seeds(trial: SimTrial, epoch: int) -> int:
+def all_seeds(trial: SimTrial, epoch: float) -> int:
     """Every trial trains all its seeds every epoch (what ``trainables.tune`` does today)."""
     return len(trial.seeds)
 
@@ -50,10 +51,10 @@ class Event:
     """One thing that happened, at simulated ``time`` with ``spent`` seed-epochs reported so far."""
 
     time: float
-    spent: int
+    spent: float
     trial_id: str
     kind: str  # "start", "result" (with the scheduler's decision) or "end"
-    epoch: int
+    epoch: float  # an epoch's end, or a screen point inside the first
     decision: str = ""
 
 
@@ -76,11 +77,12 @@ class Backend:
     slots: int
     seconds_per_epoch: float = 60.0
     seed_count: SeedCount = all_seeds
+    param_space: dict = field(default_factory=dict)  # what every trial's config holds beside the suggestion
     clock: float = 0.0
-    spent: int = 0  # seed-epochs reported so far
+    spent: float = 0.0  # seed-epochs reported so far
     events: list[Event] = field(default_factory=list)
     _all: list[SimTrial] = field(default_factory=list)
-    _queue: list[tuple[float, int, str, int, list[int], int]] = field(default_factory=list)
+    _queue: list[tuple[float, int, str, float, list[int], float]] = field(default_factory=list)
     _configs: dict[str, TrainConfig] = field(default_factory=dict)
     _finished: bool = False
 
@@ -123,7 +125,8 @@ class Backend:
         if suggestion == Searcher.FINISHED:
             self._finished = True
             return
-        trial = SimTrial(trial_id, {"seeds": list(self.seeds), **suggestion}, number=len(self._all))
+        # Tune merges the suggestion over the param space (the seeds, the seed schedule, the screen point)
+        trial = SimTrial(trial_id, {**self.param_space, "seeds": list(self.seeds), **suggestion}, number=len(self._all))
         self._configs[trial_id] = trial.trial_config.training()
         self._all.append(trial)
         self._by_id[trial_id] = trial
@@ -133,11 +136,12 @@ class Backend:
         trial.status = RUNNING
         if trial.started_at is None:
             trial.started_at = self.clock
-        self.events.append(Event(self.clock, self.spent, trial.trial_id, "start", trial.epoch + 1))
+        ahead = next(p for p in trial.points if p > trial.epoch)
+        self.events.append(Event(self.clock, self.spent, trial.trial_id, "start", ahead))
         self.next_epoch(trial)
 
     def next_epoch(self, trial: SimTrial) -> None:
-        epoch = trial.epoch + 1
+        epoch = next(p for p in trial.points if p > trial.epoch)  # the next epoch's end, or the screen point
         seeds = trial.seeds[: self.seed_count(trial, epoch)]
         cost = trial.train_to(epoch, seeds)
         self._sequence += 1
@@ -145,13 +149,14 @@ class Backend:
         heapq.heappush(self._queue, entry)
 
     # -- results --------------------------------------------------------------------
-    def report(self, trial: SimTrial, epoch: int, seeds: list[int], cost: int) -> None:
-        """One epoch's result through the scheduler and the searcher, as Tune's controller passes it."""
+    def report(self, trial: SimTrial, epoch: float, seeds: list[int], cost: float) -> None:
+        """One point's result through the scheduler and the searcher, as Tune's controller passes it."""
         self.spent += cost
         key = trial.trial_config.key
         result = epoch_result(
             self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id
         )
+        result["training_iteration"] = len(trial.decisions) + 1  # Tune's count of this trial's results
         decision = self.scheduler.on_trial_result(self._controller, trial, result)
         trial.decisions.append(decision)
         self.events.append(Event(self.clock, self.spent, trial.trial_id, "result", epoch, decision))
@@ -159,7 +164,7 @@ class Backend:
             result["done"] = True
         else:
             self._limiter.on_trial_result(trial.trial_id, result)
-        trial.last_result, trial.epoch = result, epoch
+        trial.last_result, trial.epoch = result, epoch_value(epoch)  # 3, not 3.0; 0.25 at a screen point
         if decision == TrialScheduler.STOP or epoch >= self.max_epochs:
             self.end(trial)
         elif decision == TrialScheduler.PAUSE:

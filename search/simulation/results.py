@@ -7,10 +7,12 @@ far), ``trial_id`` and ``done``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from search.simulation.truth.model import Truth
 from trainables.config import TrainConfig
+from trainables.fidelity import epoch_value
 
 PLACEMENT = {  # where a simulated trial "ran", under the real trainable's keys
     "node_id": "simulated",
@@ -25,10 +27,11 @@ PLACEMENT = {  # where a simulated trial "ran", under the real trainable's keys
 
 
 def epoch_result(
-    truth: Truth, config: TrainConfig, key: str, seeds: list[int], epoch: int, objective: str, trial_id: str
+    truth: Truth, config: TrainConfig, key: str, seeds: list[int], epoch: float, objective: str, trial_id: str
 ) -> dict[str, Any]:
-    """What Tune's scheduler and searcher receive after epoch ``epoch`` (1-based) of ``seeds``."""
+    """What Tune's scheduler and searcher receive after epoch ``epoch`` (1-based; 0.5: a screen point) of
+    ``seeds``; ``training_iteration`` is the epoch's, which the caller corrects where a screen point came first."""
     metrics: dict[str, Any] = truth.trial_metrics(config, key, seeds, epoch, objective)
-    metrics.update(epoch=epoch, **PLACEMENT)
-    metrics.update(training_iteration=epoch, trial_id=trial_id, done=False)  # one report per epoch, no restore
+    metrics.update(epoch=epoch_value(epoch), **PLACEMENT)
+    metrics.update(training_iteration=math.ceil(epoch), trial_id=trial_id, done=False)
     return metrics

@@ -34,6 +34,7 @@ class Strategy:
     scheduler: SchedulerOf = scheduler_of
     seed_count: SeedCount | None = None
     multivariate: bool = False  # an experiment: TPE over joint densities (search.simulation.study.searcher_for)
+    screen: float | None = None  # --screen-fraction (None: the strategy's; 0: none)
 
     @property
     def group(self) -> str:
@@ -51,7 +52,8 @@ class Strategy:
 
     @property
     def fidelity(self) -> str:
-        return "" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}"
+        screen = "" if self.screen is None else f" screen={self.screen:g}"
+        return ("" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}") + screen
 
     def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
         """The study's invocation (``truth``: the truth file's path)."""
@@ -67,6 +69,7 @@ class Strategy:
             search_seed=search_seed,
             max_concurrent=slots,
             first_rung_seeds=self.first_rung_seeds,
+            screen_fraction=self.screen,
         )
 
 
@@ -119,16 +122,52 @@ FAMILIES.update(
         "cells-family-k2-rf3": budgets("cells-family", "cells-family", 2, (43,), reduction_factor=3),
         # cohort halving (search.study.halving): every cell decided together at each rung, each family's leader
         # kept at the first; K=1 over reduction factors, then 2-3 seeds with seeds as the fidelity
-        "halving-k1": [Strategy("cells-halving", "cells-halving", 1, 43, reduction_factor=r) for r in (3, 4, 6, 8, 16)],
+        "halving-k1": [
+            Strategy("cells-halving", "cells-halving-epochs", 1, 43, reduction_factor=r) for r in (3, 4, 6, 8, 16)
+        ],
         "halving-k2": [
-            Strategy("cells-halving", "cells-halving", 2, 43, reduction_factor=r, first_rung_seeds=1) for r in (3, 4)
+            Strategy("cells-halving", "cells-halving-epochs", 2, 43, reduction_factor=r, first_rung_seeds=1)
+            for r in (3, 4)
         ],
         "halving-k3": [
-            Strategy("cells-halving", "cells-halving", 3, 43, reduction_factor=r, first_rung_seeds=1) for r in (3, 4)
+            Strategy("cells-halving", "cells-halving-epochs", 3, 43, reduction_factor=r, first_rung_seeds=1)
+            for r in (3, 4)
+        ],
+        # the screen rung (issue 28, goal 1): the cohort compared after a fraction of the first epoch, at one seed
+        # (the grid's) and with seeds as the fidelity past the first epoch; candidates written before measuring
+        "screen-k1": [
+            Strategy("cells-halving", "cells-halving-epochs", 1, 43, reduction_factor=r, screen=f)
+            for r in (3, 4)
+            for f in (0.25, 0.5)
+        ],
+        "screen-k2": [
+            Strategy("cells-halving", "cells-halving-epochs", 2, 43, reduction_factor=r, first_rung_seeds=1, screen=f)
+            for r in (3, 4)
+            for f in (0.25, 0.5)
+        ],
+        "screen-k3": [
+            Strategy("cells-halving", "cells-halving-epochs", 3, 43, reduction_factor=4, first_rung_seeds=1, screen=f)
+            for f in (0.25, 0.5)
+        ],
+        # the same with every seed for the finalists alone (past the last rung), written after the screens above
+        # failed to match the grid under late_bloomer at <= 30% of its compute
+        "screen-finalists": [
+            Strategy("screen-finalists", "cells-halving", k, 43, reduction_factor=r, first_rung_seeds=1, screen=f)
+            for k in (2, 3)
+            for r in (3, 4)
+            for f in (0.25, 0.5)
         ],
         # what `python -m search.run absa --preset full` runs with no other flag: the default --search at
-        # the preset's seeds and trials
+        # the preset's seeds and trials; and the same at one seed (the grid's)
         "default": [Strategy("default", SearchConfig.search, 0)],
+        "default-k1": [Strategy("default", SearchConfig.search, 1)],
+        # the default given about the grid's compute, by each knob a user has: more seeds, a gentler reduction,
+        # more trials (TPE past the cells)
+        "default-more": [
+            Strategy("default", SearchConfig.search, 5),
+            Strategy("default", SearchConfig.search, 3, reduction_factor=2),
+            Strategy("default", SearchConfig.search, 3, trials=86),
+        ],
     }
 )
 DEFAULT = ("grid", "grid-asha", "tpe-k1", "tpe-k3", "random-k1", "random-k3")

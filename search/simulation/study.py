@@ -17,8 +17,8 @@ from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
 from search.study.plan import StudyPlan, plan_offline
-from search.study.tuner import sampler_of, scheduler_of, searcher_of
-from trainables.fidelity import SeedSchedule
+from search.study.tuner import param_space_of, sampler_of, scheduler_of, searcher_of
+from trainables.fidelity import SeedSchedule, epoch_value
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,12 @@ class SimulatedStudy:
     searcher: Any  # the CanonicalOptunaSearch it drove (its Optuna study: ``searcher._ot_study``)
 
     @property
-    def seed_epochs(self) -> int:
-        return sum(t.seed_epochs for t in self.trials)
+    def seed_epochs(self) -> float:
+        return epoch_value(sum(t.seed_epochs for t in self.trials))  # 14, or 10.75 with screen points
 
     @property
-    def trial_epochs(self) -> int:
-        return sum(t.epoch for t in self.trials)
+    def trial_epochs(self) -> float:
+        return epoch_value(sum(t.epoch for t in self.trials))
 
 
 def simulated_plan(cfg: SearchConfig) -> StudyPlan:
@@ -95,6 +95,7 @@ def simulate(
         study_plan.resources.max_concurrent,
         seconds_per_epoch=truth.time.seconds_per_epoch or 1.0,  # 0 in a truth means "no sleep"; any unit will do
         seed_count=seed_count or scheduled_seeds(study_plan),
+        param_space=param_space_of(study_plan),
     )
     found = backend.run()
     return SimulatedStudy(study_plan, found, backend.events, searcher)

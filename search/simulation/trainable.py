@@ -23,7 +23,7 @@ import ray
 from ray import tune
 
 from search.simulation.truth import Truth, load_truth
-from trainables.fidelity import SEED_COUNT
+from trainables.fidelity import SEED_COUNT, epoch_value
 from trainables.trial import TrialConfig
 
 STATE = "state.json"
@@ -43,17 +43,20 @@ def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | N
     objective = metric or trial.metric or "objective"
     schedule = trial.schedule()
     state = restored_state()
-    where = placement(state["epoch"])
+    where = placement(epoch_value(state["epoch"]))
     # seeds trained so far; a checkpoint from before seed schedules holds every seed
-    trained = state.get("seeds", len(seeds) if state["epoch"] else 0)
+    trained = int(state.get("seeds", len(seeds) if state["epoch"] else 0))
 
-    for epoch in range(state["epoch"] + 1, base.epochs + 1):
+    points = trial.points()  # every epoch's end, and a screen point inside the first
+    for before, epoch in zip([0.0, *points], points):
+        if epoch <= state["epoch"]:
+            continue
         n = max(trained, schedule.at(epoch))
-        # promoted: the added seeds catch up on the epochs they missed, unreported
-        time.sleep(model.sleep_s(n) + model.sleep_s(n - trained) * (epoch - 1))
+        # the point's training, and the added seeds' catch-up to the point before it, unreported
+        time.sleep(model.sleep_s(n) * (epoch - before) + model.sleep_s(n - trained) * before)
         trained = n
         metrics: dict[str, Any] = model.trial_metrics(base, key, seeds[:trained], epoch, objective)
-        metrics.update(epoch=epoch, **where)
+        metrics.update(epoch=epoch_value(epoch), **where)
         if trial.fidelity is not None:
             metrics[SEED_COUNT] = trained
         with tempfile.TemporaryDirectory() as directory:
@@ -61,17 +64,17 @@ def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | N
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(directory))
 
 
-def restored_state() -> dict[str, int]:
+def restored_state() -> dict[str, float]:
     """The epoch Tune's checkpoint of this trial reached and, since seed schedules, its seed count
     (``{"epoch": 0}`` without one)."""
     checkpoint = tune.get_checkpoint()
     if not checkpoint:
         return {"epoch": 0}
     with checkpoint.as_directory() as directory:
-        return {k: int(v) for k, v in json.loads((Path(directory) / STATE).read_text()).items()}
+        return {k: float(v) for k, v in json.loads((Path(directory) / STATE).read_text()).items()}
 
 
-def placement(restored_from: int) -> dict[str, Any]:
+def placement(restored_from: float) -> dict[str, Any]:
     """Where the trial ran, under the keys the real trainable reports."""
     return {
         "node_id": ray.get_runtime_context().get_node_id(),

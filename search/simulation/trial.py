@@ -30,9 +30,9 @@ class SimTrial:
     number: int  # order of creation (0-based)
     status: str = PENDING
     last_result: dict[str, Any] = field(default_factory=dict)
-    epoch: int = 0  # the last epoch reported
-    trained: dict[int, int] = field(default_factory=dict)  # seed -> epochs trained (seeds may join late)
-    seed_epochs: int = 0  # compute spent: one seed trained one epoch = 1
+    epoch: float = 0  # the last epoch reported (0.5: a screen point)
+    trained: dict[int, float] = field(default_factory=dict)  # seed -> epochs trained (seeds may join late)
+    seed_epochs: float = 0  # compute spent: one seed trained one epoch = 1
     started_at: float | None = None  # simulated seconds
     ended_at: float | None = None
     decisions: list[str] = field(default_factory=list)  # the scheduler's answer to each result
@@ -42,11 +42,16 @@ class SimTrial:
         """:attr:`config` read once as a :class:`~trainables.trial.TrialConfig` (schedulers read the dict)."""
         return TrialConfig.of_tune(self.config)
 
+    @functools.cached_property
+    def points(self) -> tuple[float, ...]:
+        """Where it reports: every epoch's end, and a screen point inside the first (the study's ``--screen``)."""
+        return self.trial_config.points()
+
     @property
     def seeds(self) -> list[int]:
         return list(self.trial_config.seeds)
 
-    def train_to(self, epoch: int, seeds: list[int]) -> int:
+    def train_to(self, epoch: float, seeds: list[int]) -> float:
         """Train ``seeds`` up to ``epoch``; the seed-epochs that cost (a seed that joins late trains
         from its first epoch: no seed's epoch is ever skipped or counted twice)."""
         cost = sum(epoch - self.trained.get(s, 0) for s in seeds)

@@ -9,6 +9,7 @@ from search.study.strategy import DEFAULT, STRATEGIES
 from search.tracking.records import Invocation
 from spaces import Preset, Range, Study, get_study
 from trainables.config import PRECISIONS, ConfigError
+from trainables.fidelity import check_screen
 from trainables.tasks.base import PROTOCOLS
 
 SEARCHES = (DEFAULT, *STRATEGIES)  # search.study.strategy: what each --search does
@@ -55,6 +56,9 @@ class SearchConfig:
     # seeds as a fidelity: seeds of a trial's first ASHA rung, times the reduction factor per rung
     # passed (trainables.fidelity); None: every trial trains every seed
     first_rung_seeds: int | None = None
+    # a screen rung: the fraction of the first epoch after which every search trial first reports (halving rungs
+    # decide there); None: the strategy's; 0: none
+    screen_fraction: float | None = None
     study_file: str | None = None  # the .toml file the study came from (absolute); None: a built-in study
 
     def __post_init__(self) -> None:
@@ -98,6 +102,8 @@ class SearchConfig:
         if self.precision is not None and self.precision not in PRECISIONS:
             raise ConfigError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 
+        if self.screen_fraction is not None and self.screen_fraction:
+            check_screen(self.screen_fraction)
         check_first_rung(self, study_of(self, self.preset))  # study_of validates the ranges
 
 
@@ -147,6 +153,13 @@ def first_rung_of(cfg: SearchConfig, preset: Preset | None) -> int | None:
     return STRATEGIES[cfg.search].first_rung_seeds if cfg.search in STRATEGIES else None  # "default": not chosen yet
 
 
+def screen_of(cfg: SearchConfig) -> float | None:
+    """The screen point inside the first epoch: ``--screen-fraction`` (0: none), else the search strategy's."""
+    if cfg.screen_fraction is not None:
+        return cfg.screen_fraction or None
+    return STRATEGIES[cfg.search].screen if cfg.search in STRATEGIES else None  # "default": not chosen yet
+
+
 def reduction_factor_of(cfg: SearchConfig, preset: Preset) -> int:
     """ASHA's reduction factor: ``--reduction-factor``, else the preset's, else the search strategy's, else 2."""
     return cfg.reduction_factor or preset.reduction_factor or STRATEGIES[cfg.search].reduction_factor or 2
@@ -180,6 +193,7 @@ def continuing(cfg: SearchConfig, started: Invocation) -> SearchConfig:
         auxiliary=started.candidates or None,
         simulate=started.simulate or None,
         first_rung_seeds=started.first_rung_seeds or None,
+        screen_fraction=started.screen,  # 0: none, as recorded
         seeds=len(started.seeds),
         # the Optuna study where the invocation recorded it, unless the flag says (or the record masks a password)
         optuna_storage=cfg.optuna_storage or (None if "***" in started.optuna_storage else started.optuna_storage),

@@ -6,13 +6,17 @@ meet an almost empty rung and go on, and a cell's fate depends on when it ran. H
 points are a cohort: a cohort trial that reaches a rung pauses (Tune checkpoints it and frees its
 slot) until every live cohort trial has reached that rung; then one decision for all of them:
 
-- the top ``ceil(n / reduction_factor)`` go on (n: the cohort trials at the rung);
-- at the first rung, the leader of each schema family goes on too: schemas that change what is
+- the top ``ceil(n / reduction_factor)`` go on (n: the cohort trials at the rung); at a screen point
+  inside the first epoch, the top ``1 / reduction_factor`` of each schema family instead: that early,
+  configs sit near the majority rate and the slow starters further below, so families are not compared;
+- at the first epoch rung, the leader of each schema family goes on too: schemas that change what is
   trained when start slower, and one rung should not end a family (docs/search-strategies.md);
 - the baseline always goes on, and each side's leader (``ContenderKeepingASHA``'s rule): the
   final comparison needs both sides complete.
 
-Every epoch below the last is a rung from the grace period on. Trials after the cohort (the
+Every epoch below the last is a rung from the grace period on, and with ``screen`` the point after that
+fraction of the first epoch is the first rung (the screen: every cell compared for a fraction of an
+epoch's compute; the trainables report there and checkpoint inside the epoch). Trials after the cohort (the
 sampler's, once the screen is spent) are decided as ASHA does, against every result recorded at
 the rung, with the same reduction factor. With a seed schedule (``--first-rung-seeds``) a trial
 adds seeds as it passes rungs, and each rung compares means over the seeds every trial there has.
@@ -43,13 +47,21 @@ class CohortHalving(ContenderKeepingASHA):
     """``cohort``: how many of the study's first trials are its first points (decided together)."""
 
     def __init__(
-        self, *, grace_period: int = 1, reduction_factor: float = 4, cohort: int = 0, slots: int = 1, **kwargs: Any
+        self,
+        *,
+        grace_period: int = 1,
+        reduction_factor: float = 4,
+        cohort: int = 0,
+        slots: int = 1,
+        screen: float | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(grace_period=grace_period, reduction_factor=reduction_factor, **kwargs)
         self.grace, self.factor, self.cohort, self.slots = grace_period, reduction_factor, cohort, slots
+        self.screen = screen  # the screen point inside the first epoch (a fraction), the first rung; None: none
         self.members: list[str] = []  # the cohort's trial ids, in order of arrival
-        self.records: dict[int, dict[str, float]] = {}  # rung -> trial id -> value (maximising sign)
-        self.going_on: dict[int, set[str]] = {}  # rung -> cohort trials promoted past it (once decided)
+        self.records: dict[float, dict[str, float]] = {}  # rung -> trial id -> value (maximising sign)
+        self.going_on: dict[float, set[str]] = {}  # rung -> cohort trials promoted past it (once decided)
         self.ended: set[str] = set()  # cohort trials stopped, errored or removed
         self.waiting: set[str] = set()  # cohort trials paused at a rung until its decision
         self.resume: set[str] = set()  # paused trials promoted: run them before new ones
@@ -59,8 +71,11 @@ class CohortHalving(ContenderKeepingASHA):
         self.sides: dict[str, str | None] = {}
 
     @property
-    def rungs(self) -> tuple[int, ...]:
-        return tuple(range(self.grace, self._max_t))
+    def rungs(self) -> tuple[float, ...]:
+        """The epochs it decides at: the screen point (where there is one), then every epoch from the grace
+        period below the last."""
+        screen = self.__dict__.get("screen")  # absent in a scheduler pickled before screens
+        return ((screen,) if screen else ()) + tuple(float(e) for e in range(self.grace, self._max_t))
 
     def on_trial_add(self, tune_controller, trial) -> None:
         super().on_trial_add(tune_controller, trial)
@@ -80,7 +95,7 @@ class CohortHalving(ContenderKeepingASHA):
         for nothing, and a live one's last result stands at its rung (a paused one waits there again, or
         goes on where its rung was decided: :meth:`release_late`)."""
         result = self.paired(trial, trial.last_result)
-        epoch = int(result.get(self._time_attr, 0))
+        epoch = float(result.get(self._time_attr, 0))
         for rung in self.rungs:
             if rung < epoch:
                 self.going_on.setdefault(rung, set()).add(trial.trial_id)
@@ -101,7 +116,7 @@ class CohortHalving(ContenderKeepingASHA):
         self.resume.discard(trial.trial_id)  # it runs again
         if self._time_attr not in result or self._metric not in result:
             return TrialScheduler.CONTINUE
-        epoch, value = int(result[self._time_attr]), self._metric_op * float(result[self._metric])
+        epoch, value = float(result[self._time_attr]), self._metric_op * float(result[self._metric])
         if epoch >= self._max_t:
             return TrialScheduler.STOP
         if epoch not in self.rungs:
@@ -117,17 +132,17 @@ class CohortHalving(ContenderKeepingASHA):
             return TrialScheduler.PAUSE
         return self.verdict(trial.trial_id, epoch)
 
-    def asynchronous(self, trial_id: str, epoch: int, value: float, leads: bool) -> str:
+    def asynchronous(self, trial_id: str, epoch: float, value: float, leads: bool) -> str:
         """ASHA's rule for a trial after the cohort: on if in the top 1/reduction_factor of the rung so far."""
         values = sorted(self.records[epoch].values(), reverse=True)
         cutoff = values[max(0, math.ceil(len(values) / self.factor) - 1)]
-        first_rung_leader = epoch == self.rungs[0] and self.leads_family(trial_id, epoch)
+        first_rung_leader = epoch in (self.rungs[0], self.grace) and self.leads_family(trial_id, epoch)
         if value >= cutoff or leads or first_rung_leader or trial_id in self.baselines:
             return TrialScheduler.CONTINUE
         self._num_stopped += 1
         return TrialScheduler.STOP
 
-    def verdict(self, trial_id: str, epoch: int) -> str:
+    def verdict(self, trial_id: str, epoch: float) -> str:
         if trial_id in self.going_on.get(epoch, set()):
             return TrialScheduler.CONTINUE
         self.ended.add(trial_id)
@@ -140,7 +155,7 @@ class CohortHalving(ContenderKeepingASHA):
             self.decide_if_complete(tune_controller, epoch, current)
             self.release_late(tune_controller, epoch)
 
-    def release_late(self, tune_controller, epoch: int) -> None:
+    def release_late(self, tune_controller, epoch: float) -> None:
         """Trials waiting at a rung decided without them: only in a resumed study, where a trial Tune saved
         PAUSED at a rung that other trials had passed (promoted, or a loser not yet stopped: which one, the
         saved trials cannot tell). It goes on: a few epochs more rather than a good cell lost."""
@@ -152,7 +167,7 @@ class CohortHalving(ContenderKeepingASHA):
             self.resume.add(trial_id)
             searcher_of(tune_controller).on_unpause(trial_id)
 
-    def decide_if_complete(self, tune_controller, epoch: int, current: str = "") -> None:
+    def decide_if_complete(self, tune_controller, epoch: float, current: str = "") -> None:
         """Once every live cohort trial promoted to ``epoch`` has reported there: decide, stop the waiting
         losers, mark the waiting winners to resume. ``current``: the trial reporting now (on_trial_result
         answers it). A loser still saving the checkpoint of its pause is stopped once Tune has paused it
@@ -197,7 +212,7 @@ class CohortHalving(ContenderKeepingASHA):
                 if mark is not None:
                     mark(trial)
 
-    def alive_at(self, epoch: int) -> set[str]:
+    def alive_at(self, epoch: float) -> set[str]:
         """The cohort trials that should report at rung ``epoch``: not ended, promoted past every rung below."""
         alive = set(self.members) - self.ended
         for rung in self.rungs:
@@ -206,19 +221,29 @@ class CohortHalving(ContenderKeepingASHA):
             alive &= self.going_on.get(rung, set())
         return alive
 
-    def promoted(self, epoch: int, trial_ids: list[str]) -> set[str]:
+    def promoted(self, epoch: float, trial_ids: list[str]) -> set[str]:
+        """Who goes on past rung ``epoch``: at the screen point, the top 1/reduction_factor of each schema
+        family (a fraction of an epoch in, families are not compared with each other at all); at the first
+        whole-epoch rung, the top 1/reduction_factor and each family's leader; later, the top alone. The
+        baseline and each side's leader always."""
         values = self.records[epoch]
         ranked = sorted(trial_ids, key=lambda t: values[t], reverse=True)
-        keep = set(ranked[: math.ceil(len(ranked) / self.factor)])
+        families = {self.families[t] for t in trial_ids}
+        if epoch == self.__dict__.get("screen"):
+            keep = set()
+            for family in families:
+                members = [t for t in ranked if self.families[t] == family]
+                keep |= set(members[: math.ceil(len(members) / self.factor)])
+        else:
+            keep = set(ranked[: math.ceil(len(ranked) / self.factor)])
         keep |= {t for t in trial_ids if t in self.baselines}
         for side in {self.sides.get(t) for t in trial_ids} - {None}:
             keep.add(next(t for t in ranked if self.sides.get(t) == side))
-        if epoch == self.rungs[0]:
-            for family in {self.families[t] for t in trial_ids}:
-                keep.add(next(t for t in ranked if self.families[t] == family))
+        if epoch == self.grace:
+            keep |= {next(t for t in ranked if self.families[t] == family) for family in families}
         return keep
 
-    def leads_family(self, trial_id: str, epoch: int) -> bool:
+    def leads_family(self, trial_id: str, epoch: float) -> bool:
         family, values = self.families.get(trial_id), self.records[epoch]
         return all(values[trial_id] >= v for t, v in values.items() if self.families.get(t) == family)
 
@@ -262,7 +287,7 @@ class CohortHalving(ContenderKeepingASHA):
         return None
 
     def debug_string(self) -> str:
-        decided = ", ".join(f"epoch {e}: {len(on)} go on" for e, on in sorted(self.going_on.items()))
+        decided = ", ".join(f"epoch {e:g}: {len(on)} go on" for e, on in sorted(self.going_on.items()))
         return f"cohort halving of {len(self.members)} first points ({decided or 'no rung decided yet'})"
 
 

@@ -18,6 +18,7 @@ from search.study.config import (
     first_rung_of,
     objective_of,
     reduction_factor_of,
+    screen_of,
     seeds_of,
     study_of,
 )
@@ -27,7 +28,7 @@ from search.study.strategy import DEFAULT, FALLBACK, default_search, strategy_of
 from search.tracking.records import Invocation
 from spaces import Preset, Study, baseline_choices, thesis_grid
 from trainables.cli import mask_credentials
-from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
+from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.fidelity import SeedSchedule, asha_rungs
 
 DEFAULT_STORAGE = "ray_results"  # Tune's experiments without --storage
@@ -98,6 +99,7 @@ class StudyPlan:
     base: TrainConfig  # what every trial's TrainConfig shares
     seeds: tuple[int, ...]  # every trial's
     schedule: SeedSchedule | None  # seeds as a fidelity; None: every seed throughout
+    screen: float | None  # the screen point inside the first epoch where search trials first report; None: none
     objective: str
     mode: str
     search: str
@@ -171,6 +173,18 @@ def resolved_search(cfg: SearchConfig, study: Study, base: TrainConfig, preset: 
     return replace(cfg, search=search), f"--search {search}: every one of the {cells} cells of the grid; {budget}"
 
 
+def check_screen_rungs(cfg: SearchConfig, screen: float | None, search_reason: str) -> float | None:
+    """``screen`` where the strategy's rungs decide at it (halving: the cohort is compared there); one line
+    where ``--screen-fraction`` asks for one under ASHA, whose rungs are whole epochs."""
+    if screen and strategy_of(cfg.search).rungs != "halving":
+        why = f" ({search_reason})" if search_reason else ""
+        raise ConfigError(
+            f"--screen-fraction {screen:g}: --search {cfg.search}{why} decides at whole epochs; a screen point "
+            "needs the halving rungs (--search cells-halving)"
+        )
+    return screen
+
+
 def resources_of(cfg: SearchConfig, kind: TrialKind, site: Site, gpus: float) -> Resources:
     ray_cpus = kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, site.cpus)
     return Resources(cfg.cpus_per_trial, gpus, cfg.max_concurrent, cfg.max_failures, cfg.address, ray_cpus)
@@ -190,7 +204,8 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     rungs = Rungs(cfg.grace_period or preset.grace_period, reduction_factor_of(cfg, preset), base.epochs)
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
-    schedule = None if first is None else SeedSchedule(len(seeds), first, rungs_epochs(rungs), rungs.reduction_factor)
+    screen = check_screen_rungs(cfg, screen_of(cfg), search_reason)
+    schedule = None if first is None else seed_schedule(cfg, len(seeds), first, rungs)
     points = first_points(cfg.search, study, base)
     gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)
     resources = resources_of(cfg, kind, site, gpus)
@@ -200,7 +215,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         strategy = strategy_of(cfg.search)
         cells = strategy.only_first or (strategy.cells_budget and not cfg.trials)
         trials = len(points) if cells else (cfg.trials or preset.trials)
-        record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus)
+        record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus, screen or 0.0)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation
     return StudyPlan(
@@ -215,6 +230,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         base=base,
         seeds=tuple(seeds),
         schedule=schedule,
+        screen=screen,
         objective=invocation.objective,
         mode=invocation.mode,
         search=invocation.search,
@@ -247,6 +263,7 @@ class Record:
     first_rung_seeds: int  # 0: none
     trials: int
     gpus_per_trial: float
+    screen: float = 0.0  # 0: none
 
     def invocation(self, tune_path: str, optuna_storage: str) -> Invocation:
         cfg, study, base = self.cfg, self.study, self.base
@@ -269,6 +286,7 @@ class Record:
             max_concurrent=cfg.max_concurrent,
             simulate=self.kind.truth,
             first_rung_seeds=self.first_rung_seeds,
+            screen=self.screen,
         )
 
 
@@ -287,6 +305,15 @@ def plan_offline(cfg: SearchConfig, kind: TrialKind) -> StudyPlan:
     """``cfg``'s plan where nothing runs on a cluster (the estimate, the simulator, benchmarks, tests): no GPUs
     counted (without ``--preset``, the kind's default for a cluster without GPUs), this machine's CPUs."""
     return plan(cfg, kind, Site(time.strftime("%Y%m%d-%H%M%S"), os.cpu_count() or 1), stores_of(cfg))
+
+
+def seed_schedule(cfg: SearchConfig, seeds: int, first: int, rungs: Rungs) -> SeedSchedule:
+    """Seeds as a fidelity: ``first`` seeds to the first rung, times the reduction factor per rung passed, all
+    K past the last; under a strategy whose finalists alone train every seed, ``first`` up to the last epoch
+    below ``max_t`` (the last halving rung) and all K past it."""
+    if strategy_of(cfg.search).finalist_seeds and rungs.max_t > 1:
+        return SeedSchedule(seeds, first, (rungs.max_t - 1,), rungs.reduction_factor)
+    return SeedSchedule(seeds, first, rungs_epochs(rungs), rungs.reduction_factor)
 
 
 def rungs_epochs(rungs: Rungs) -> tuple[int, ...]:

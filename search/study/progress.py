@@ -37,7 +37,7 @@ class TrialLines(Callback):
         if status == FAILED:
             self.on_trial_error(iteration, trials, trial)
             return
-        status = status if status == COMPLETED else f"pruned@{int(result.get('epoch', 0))}"
+        status = status if status == COMPLETED else f"pruned@{float(result.get('epoch', 0)):g}"  # @0.25: at the screen
         self._print(f"{tag(trial)} {status:<10} objective={score_text(result, self.objective)}  {trial_text(trial)}")
 
     def on_trial_error(self, iteration, trials, trial, **info) -> None:
@@ -79,7 +79,7 @@ class Work:
 
     seeds: int
     max_t: int
-    rungs: tuple[int, ...] = ()
+    rungs: tuple[float, ...] = ()  # a screen point inside the first epoch is one
     reduction_factor: int = 2
 
     def schedule(self, config: Mapping[str, Any]) -> SeedSchedule:
@@ -87,7 +87,7 @@ class Work:
         trial = TrialConfig.of_tune(config)
         return SeedSchedule.of(trial.fidelity, trial.baseline, self.seeds)
 
-    def expected(self, schedule: SeedSchedule, epoch: int = 0) -> float:
+    def expected(self, schedule: SeedSchedule, epoch: float = 0) -> float:
         """Seed-epochs a trial that reported ``epoch`` and still runs is expected to train in all."""
         total, alive = 0.0, 1.0
         for rung in (r for r in self.rungs if r > epoch):  # the rungs still ahead of it
@@ -98,15 +98,15 @@ class Work:
 
 def work_text(trials: Sequence[Any], running: Sequence[Any], left: int, work: Work) -> str:
     """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time)``."""
-    spent, seconds, to_go = 0, 0.0, 0.0
+    spent, seconds, to_go = 0.0, 0.0, 0.0
     for t in trials:
         result, schedule = t.last_result or {}, work.schedule(t.config)
-        done = schedule.seed_epochs(int(result.get("epoch", 0)))
+        done = schedule.seed_epochs(float(result.get("epoch", 0)))
         spent, seconds = spent + done, seconds + float(result.get("time_total_s", 0.0))
         if t in running:
-            to_go += work.expected(schedule, int(result.get("epoch", 0))) - done
+            to_go += work.expected(schedule, float(result.get("epoch", 0))) - done
     to_go += left * work.expected(work.schedule({}))
-    text = f"{spent} seed-epochs spent, ~{to_go:.0f} to go"
+    text = f"{spent:g} seed-epochs spent, ~{to_go:.0f} to go"
     if not spent or not seconds:
         return text + ": ETA after the first epoch"
     per, slots = seconds / spent, max(1, len(running))
@@ -173,7 +173,7 @@ def status_line(
     counts = Counter(status for _, status in outcomes)
     left = max(0, (total or len(trials)) - len(running) - len(outcomes))
     doing = ", ".join(
-        f"{tag(t)[1:-1]} epoch {int((t.last_result or {}).get('epoch', 0))}/{max_epochs}" for t in running
+        f"{tag(t)[1:-1]} epoch {float((t.last_result or {}).get('epoch', 0)):g}/{max_epochs}" for t in running
     )
     minutes, seconds = divmod(int(elapsed_s), 60)
     text = (

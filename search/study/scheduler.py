@@ -74,7 +74,7 @@ class ContenderKeepingASHA(ASHAScheduler):
         if schedule is None or self._time_attr not in result or self._metric not in result:
             return result
         seeds = list(TrialConfig.of_tune(trial.config).seeds)
-        k = schedule.at(int(result[self._time_attr]))
+        k = schedule.at(float(result[self._time_attr]))
         if len(per_seed(result, self._metric.removesuffix("/mean"))) <= k:
             return result
         value = prefix_mean(result, self._metric, seeds[:k])
@@ -96,7 +96,7 @@ class ContenderKeepingASHA(ASHAScheduler):
             return TrialScheduler.CONTINUE
         return action
 
-    def record(self, epoch: int, side: str | None, score: float) -> bool:
+    def record(self, epoch: float, side: str | None, score: float) -> bool:
         """Record a result; whether it leads its side at this epoch so far (ties lead)."""
         leaders = self.__dict__.setdefault("leaders", {})  # absent in a scheduler pickled before it existed
         if side is None or score != score:  # unknown side, or NaN

@@ -210,13 +210,15 @@ def param_space_of(plan: StudyPlan) -> dict[str, Any]:
     """What every search trial's config holds beside the searcher's choices: its seeds and, with
     ``--first-rung-seeds``, the seed schedule the trainable follows (``trainables.fidelity``)."""
     fidelity = None if plan.schedule is None else plan.schedule.to_dict()
-    return TrialConfig(seeds=plan.seeds, fidelity=fidelity).to_tune()
+    return TrialConfig(seeds=plan.seeds, fidelity=fidelity, screen=plan.screen).to_tune()
 
 
 def work_of(plan: StudyPlan) -> Work:
     """ASHA's rungs, for the status line's expected remaining work."""
     r = plan.rungs
-    return Work(len(plan.seeds), r.max_t, asha_rungs(r.grace_period, r.reduction_factor, r.max_t), r.reduction_factor)
+    screen = (plan.screen,) if plan.screen else ()
+    rungs = screen + asha_rungs(r.grace_period, r.reduction_factor, r.max_t)
+    return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor)
 
 
 def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
@@ -231,5 +233,7 @@ def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
         schedule=plan.schedule,
     )
     if rungs == "halving":
-        return CohortHalving(**common, cohort=len(plan.points), slots=plan.resources.max_concurrent)
+        # its rungs are epochs (a screen point is 0.5 of one), not results counted
+        common["time_attr"] = "epoch"
+        return CohortHalving(**common, cohort=len(plan.points), slots=plan.resources.max_concurrent, screen=plan.screen)
     return (FamilyASHA if rungs == "family" else ContenderKeepingASHA)(**common)

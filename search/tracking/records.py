@@ -47,6 +47,9 @@ FINAL_REPORT = f"{REPORT_FOLDER}/final.md"
 
 # -- metrics ------------------------------------------------------------------------
 OBJECTIVE, OBJECTIVE_STD = "objective", "objective_std"  # a trial's score under the study's objective
+# a result at a screen point inside the first epoch is logged at step 0 (MLflow's steps are integers), with
+# this metric holding the point (0.5): the learning-curve plot puts it there
+SCREEN_EPOCH = "screen/epoch"
 MAJORITY_PREFIX = "majority/dev/"
 
 
@@ -103,6 +106,7 @@ class Invocation:
     max_concurrent: int
     simulate: str = ""  # a simulated study's truth file (``--simulate``); "" for real training
     first_rung_seeds: int = 0  # seeds as a fidelity (``--first-rung-seeds``); 0: every trial trains every seed
+    screen: float = 0.0  # the screen point inside the first epoch (``--screen-fraction``); 0: none
 
     def to_params(self) -> dict[str, str]:
         out = {}
@@ -120,6 +124,7 @@ class Invocation:
             "epochs": int,
             "max_concurrent": int,
             "first_rung_seeds": int,
+            "screen": float,
             "gpus_per_trial": float,
             "cpus_per_trial": float,
             "seeds": lambda v: tuple(int(s) for s in v.split(",") if s),

@@ -126,12 +126,15 @@ class MLflowTracker(Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         self._start(trial)
-        step = int(result.get("epoch", result.get("training_iteration", 0)))
+        epoch = float(result.get("epoch", result.get("training_iteration", 0)))
+        step = int(epoch)  # a screen point (0.5) is step 0: MLflow's steps are integers
         stamp = int(result.get("timestamp", 0) * 1000)
         tags = {tag: str(result[tag]) for tag in rec.PLACEMENT_TAGS if tag in result}
         if not result.get(DIVERGED):
             tags[rec.EPOCHS_TAG] = str(step)
         metrics = [[k, v, stamp, step] for k, v in numeric(result, self.objective).items()]
+        if epoch != step:
+            metrics.append([rec.SCREEN_EPOCH, epoch, stamp, step])
         record = {"op": "log", "trial": trial.trial_id, "metrics": metrics, "tags": tags}
         if result.get(SHOULD_CHECKPOINT):
             # logged once Tune holds its checkpoint (on_checkpoint, saved after the result): an epoch a
@@ -155,7 +158,7 @@ class MLflowTracker(Callback):
         self._start(trial)
         self._flush(trial)
         result = trial.last_result or {}
-        epochs = int(result.get("epoch", 0))
+        epochs = int(float(result.get("epoch", 0)))  # whole epochs: one stopped at a screen point trained none
         status = outcome_of(result, self.max_epochs)
         tags, state = {STATUS_TAG: status}, "FINISHED"
         if status == FAILED:  # diverged: the trainable's own verdict, Tune saw a normal end

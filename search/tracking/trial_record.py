@@ -179,7 +179,7 @@ class TrialRecord:
             key=config.key or trial.trial_id,
             baseline=config.baseline,
             **config_fields(p),
-            epochs=trial.epoch,
+            epochs=int(trial.epoch),  # whole epochs: a trial stopped at the screen point trained none
             seeds=p.seeds,
             objective=float(result.get(objective, math.nan)),
             objective_metric=rec.strip_mean(objective),

@@ -78,3 +78,32 @@ def test_plan_gives_the_final_seeds_a_gain_needs_from_a_spread():
         planned(argparse.Namespace(**{**vars(args), "plan": -0.01}))
     metrics = {"final/diff/acc_4way/std": 0.02, "final/ablation_diff/acc_4way/std": 0.012, "other": 1.0}
     assert recorded_spread(metrics, "acc_4way") == {"tuned": 0.02, "ablation": 0.012}
+
+
+@pytest.mark.parametrize("flags", [{}, {"seeds": 1}, {"screen_fraction": 0, "reduction_factor": 4}])
+def test_the_halving_estimate_is_what_simulated_studies_on_the_null_truth_train(flags):
+    """The estimate's cohort model (exchangeable results) against the simulator's count on the null truth, where
+    every config is equally good: within 15% of the mean over 5 studies."""
+    from dataclasses import replace
+
+    from search.estimate import halving_seed_epochs
+    from search.simulation.study import simulate
+    from search.simulation.truth import load_truth, resolve_truth
+    from search.study.config import SearchConfig
+
+    truth = resolve_truth("null")
+    cfg = SearchConfig("absa", preset="full", simulate=truth, search="cells-halving", **flags)
+    spent = [simulate(replace(cfg, search_seed=i), replace(load_truth(truth), seed=i)) for i in range(5)]
+    plan = spent[0].plan
+    estimate = halving_seed_epochs(
+        len(plan.points),
+        7,
+        plan.screen,
+        plan.rungs.grace_period,
+        plan.rungs.reduction_factor,
+        plan.schedule,
+        plan.base.epochs,
+        len(plan.seeds),
+    )
+    measured = sum(s.seed_epochs for s in spent) / len(spent)
+    assert estimate == pytest.approx(measured, rel=0.15), (estimate, measured)

@@ -45,6 +45,33 @@ def test_same_seed_same_metrics_and_resume_is_exact(tiny_bert, tmp_path):
     assert strip_timing(resumed) == straight
 
 
+def test_a_screen_point_inside_an_epoch_changes_nothing_after_it(tiny_bert, tmp_path):
+    """An evaluation half-way through the first epoch, checkpointed and resumed in a fresh trainer, leaves
+    every later epoch's metrics as an uninterrupted run has them (the epoch's metrics cover both halves)."""
+    config = tiny_config(tiny_bert, epochs=2, max_train_examples=48)
+    straight = strip_timing(train(config))
+    first = Trainer(config)
+    screen = first.run_to(0.5)
+    assert screen["epoch"] == 0.5 and 0 < first.step < first.steps_per_epoch and first.epoch == 0
+    assert "semeval/dev/acc_4way" in screen and "semeval/test/acc_4way" not in screen
+    assert sum(v for k, v in screen.items() if k.startswith("sampling/steps/")) == first.step
+    first.save(tmp_path / "screen.pt")
+    second = Trainer(config)
+    second.load(tmp_path / "screen.pt")
+    assert (second.epoch, second.step) == (0, first.step)
+    assert strip_timing([second.run_to(1), second.run_to(2)]) == straight
+    with pytest.raises(ValueError, match="cannot train to epoch 1.5 from 2"):
+        second.run_to(1.5)
+
+
+def test_a_late_seed_catches_up_to_a_screen_point(tiny_bert):
+    """run_to trains the epochs on the way without evaluating them: a seed added late reaches any point."""
+    config = tiny_config(tiny_bert, epochs=2, max_train_examples=48)
+    straight = strip_timing(train(config))
+    late = Trainer(config)
+    assert strip_timing([late.run_to(2)]) == straight[1:]
+
+
 def test_interleaved_seeds_match_standalone_runs(tiny_bert):
     a, b = (tiny_config(tiny_bert, seed=s, epochs=2) for s in (1, 2))
     alone = strip_timing(train(a))

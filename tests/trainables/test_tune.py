@@ -224,3 +224,20 @@ def test_the_real_trainable_follows_the_seed_schedule_and_restores_mid_schedule(
         tmp_path / "rest", monkeypatch, scheduled_trial(tiny_bert, data_dir, schedule), checkpoint=first.checkpoint
     )
     assert head + rest == whole
+
+
+@pytest.mark.slow
+def test_the_real_trainable_reports_at_a_screen_point_and_resumes_inside_the_epoch(
+    tmp_path, monkeypatch, tiny_bert, data_dir
+):
+    """``screen``: a first report half-way through epoch 1; a trial stopped there and restored from that
+    checkpoint reports what the uninterrupted one does, and every whole epoch as a trial without a screen."""
+    config = {**scheduled_trial(tiny_bert, data_dir, None), "screen": 0.5}
+    _, whole = run_in_process(tmp_path / "whole", monkeypatch, config)
+    assert [r["epoch"] for r in whole] == [0.5, 1, 2, 3]
+    _, fixed = run_in_process(tmp_path / "fixed", monkeypatch, scheduled_trial(tiny_bert, data_dir, None))
+    for key in ("semeval/dev/acc_4way/seed1", "semeval/dev/acc_4way/seed2", "train/loss/mean"):
+        assert [r[key] for r in whole[1:]] == [r[key] for r in fixed], key
+    first, head = run_in_process(tmp_path / "first", monkeypatch, config, stop_after=1)
+    _, rest = run_in_process(tmp_path / "rest", monkeypatch, config, checkpoint=first.checkpoint)
+    assert head + rest == whole

@@ -38,6 +38,7 @@ from search.simulation.truth.terms import (
     task_name,
 )
 from trainables.config import ConfigError, TrainConfig
+from trainables.fidelity import epoch_value
 from trainables.results import aggregate, seed_values_kept
 from trainables.sampling import make_sampler
 
@@ -141,9 +142,18 @@ class Truth:
         p = self.collapse_chance(config)
         return trained if not p else (1 - p) * trained + p * self.majority[metric]
 
-    def deficit(self, config: TrainConfig, epoch: int) -> float:
+    def deficit(self, config: TrainConfig, epoch: float, metric: str = "") -> float:
         """The learning curve: how far below its final score a config is after ``epoch`` (1-based):
-        the first ``[[curve]]`` that matches it, else the shared ``[learning]`` gap falling linearly."""
+        the first ``[[curve]]`` that matches it, else the shared ``[learning]`` gap falling linearly.
+        Inside the first epoch (a screen point) the primary's ``metric`` rises linearly from the
+        ``[majority]`` score (an untrained model's) at 0 to the config's score after epoch 1; a metric
+        without a majority score stays at its epoch-1 deficit there."""
+        if epoch < 1:
+            first = self.deficit(config, 1)
+            if metric not in self.majority:
+                return first
+            untrained = self.tasks[self.primary][metric] + self.effect(config) - self.majority[metric]
+            return (1 - epoch) * untrained + epoch * first
         for curve in self.curves:
             if curve.match.applies(config):
                 return curve.at(epoch, config.epochs)
@@ -171,8 +181,10 @@ class Truth:
         return seeds * self.time.seconds_per_epoch * self.time.scale
 
     # -- one seed's epoch, as the real loop reports it -----------------------------
-    def epoch_metrics(self, config: TrainConfig, key: str, seed: int, epoch: int) -> dict[str, float]:
-        """One seed's metrics after ``epoch`` (1-based) under the keys ``Trainer.run_epoch`` uses."""
+    def epoch_metrics(self, config: TrainConfig, key: str, seed: int, epoch: float) -> dict[str, float]:
+        """One seed's metrics after ``epoch`` (1-based; 0.5 a screen point) under the keys ``Trainer.run_to``
+        uses."""
+        epoch = epoch_value(epoch)  # 2, not 2.0: the draws' coordinates are what they always were
         out = self.training(config, key, seed, epoch)
         splits = ("dev", "test") if config.evaluate_test and epoch == config.epochs else ("dev",)
         for spec in config.tasks:
@@ -183,7 +195,7 @@ class Truth:
         return out
 
     def trial_metrics(
-        self, config: TrainConfig, key: str, seeds: Sequence[int], epoch: int, objective: str
+        self, config: TrainConfig, key: str, seeds: Sequence[int], epoch: float, objective: str
     ) -> dict[str, float]:
         """A trial's report of ``epoch`` over ``seeds``, as ``trainables.tune`` aggregates it: every
         metric's seed mean and std, per-seed values of the primary's scores and of ``objective``."""
@@ -192,12 +204,12 @@ class Truth:
         return aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
 
     def score(
-        self, config: TrainConfig, key: str, seed: int, epoch: int, split: str, task: str, metric: str, base: float
+        self, config: TrainConfig, key: str, seed: int, epoch: float, split: str, task: str, metric: str, base: float
     ) -> float:
         """One reported score: auxiliaries keep their base, the primary moves with the config's effect."""
         value = (
             base
-            - self.deficit(config, epoch)
+            - self.deficit(config, epoch, metric if task == self.primary else "")
             + draw(self.noise.eval_sd, self.seed, key, seed, epoch, split, task, metric)
         )
         if task == self.primary and metric in self.majority and self.collapsed(config, key, seed):
@@ -206,17 +218,20 @@ class Truth:
             value += self.effect(config) + self.luck(key, seed) + (self.noise.test_offset if split == "test" else 0.0)
         return min(1.0, max(0.0, value))
 
-    def training(self, config: TrainConfig, key: str, seed: int, epoch: int) -> dict[str, float]:
+    def training(self, config: TrainConfig, key: str, seed: int, epoch: float) -> dict[str, float]:
         """``train/...`` and ``sampling/...``: the loss curve and the schema's task distribution."""
         share = (config.epochs - epoch) / (config.epochs - 1) if config.epochs > 1 else 0.0
         loss = self.learning.loss_end + share * (self.learning.loss_start - self.learning.loss_end)
-        seconds, steps = self.time.seconds_per_epoch, self.time.steps_per_epoch
+        part = epoch if epoch < 1 else 1.0  # a screen point reports the part of the epoch it trained
+        seconds, steps = self.time.seconds_per_epoch * part, round(self.time.steps_per_epoch * part)
         out = {
             "train/seconds": seconds,
             "train/loss": loss * math.exp(draw(0.02, self.seed, "loss", key, seed, epoch)),
             "train/samples_per_second": steps * config.batch_size / seconds if seconds else 0.0,
         }
-        probs = make_sampler(config.sampling, config.task_weights(), config.epochs, seed).probabilities(epoch - 1)
+        probs = make_sampler(config.sampling, config.task_weights(), config.epochs, seed).probabilities(
+            math.ceil(epoch) - 1
+        )
         for spec, p in zip(config.tasks, probs):
             name = task_name(spec)
             out[f"sampling/p/{name}"] = float(p)

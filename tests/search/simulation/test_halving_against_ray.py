@@ -20,11 +20,14 @@ from search.study.config import SearchConfig
 
 
 @pytest.mark.slow
-def test_the_backend_makes_the_ray_studys_halving_decisions(tmp_path):
-    # 7 cells (SST-2 as the only candidate: the baseline + 6 schemas), 1 slot: Tune's order is deterministic
+# without a screen point (the same PAUSE, resume and stop_trial) in extended: the suite's time on 2 cores
+@pytest.mark.parametrize("screen", [pytest.param(0.0, marks=pytest.mark.extended), 0.5])
+def test_the_backend_makes_the_ray_studys_halving_decisions(tmp_path, screen):
+    # 7 cells (SST-2 as the only candidate: the baseline + 6 schemas), 1 slot: Tune's order is deterministic;
+    # with a screen point, every trial reports at half the first epoch and resumes from that checkpoint
     flags = ["--search", "cells-halving", "--auxiliary", "sst2", "--trials", "7", "--seeds", "1"]
     flags += ["--epochs", "3", "--max-concurrent", "1", "--search-seed", "0", "--reduction-factor", "3"]
-    ray = ray_trials(tmp_path, *flags)
+    ray = ray_trials(tmp_path, *flags, "--screen-fraction", str(screen))
     path = resolve_truth("three_better")
     cfg = SearchConfig(
         "absa",
@@ -37,6 +40,7 @@ def test_the_backend_makes_the_ray_studys_halving_decisions(tmp_path):
         epochs=3,
         max_concurrent=1,
         reduction_factor=3,
+        screen_fraction=screen,
     )
     ours = backend_trials(simulate(cfg, load_truth(path)))
     assert ours == ray

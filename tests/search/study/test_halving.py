@@ -18,6 +18,8 @@ METRIC = "semeval/dev/acc_4way/mean"
 
 
 def study(truth: str = "late_bloomer", trials: int = 43, **kw):
+    """A simulated cells-halving study (no screen point unless ``screen_fraction`` says)."""
+    kw.setdefault("screen_fraction", 0)
     path = resolve_truth(truth)
     cfg = SearchConfig(
         "absa", preset="full", simulate=path, search="cells-halving", trials=trials, seeds=1, max_concurrent=4, **kw
@@ -25,7 +27,7 @@ def study(truth: str = "late_bloomer", trials: int = 43, **kw):
     return simulate(cfg, load_truth(path))
 
 
-def epoch_results(found, epoch: int) -> list:
+def epoch_results(found, epoch: float) -> list:
     return [e for e in found.events if e.kind == "result" and e.epoch == epoch]
 
 
@@ -169,3 +171,25 @@ def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume():
     for t in trials:
         s.on_trial_add(controller, t)
     assert "a" in s.going_on[2] and s.resume == {"a"} and not s.waiting  # not left waiting for a decided rung
+
+
+def test_the_screen_compares_every_cell_inside_the_first_epoch_within_its_family():
+    """With a screen point at half the first epoch: every cell reports there before any goes on; each family
+    keeps its own top third (a slow-starting family is never ranked against a fast one there); a cell stopped
+    there cost half a seed-epoch, and is pruned in Optuna."""
+    found = study(screen_fraction=0.5)
+    screened = epoch_results(found, 0.5)
+    assert len(screened) == 43
+    assert all(e.time > max(s.time for s in screened) for e in epoch_results(found, 1))
+    families: dict[str, list] = {}
+    for t in found.trials:
+        families.setdefault(family_of(t.config), []).append(t)
+    for family, members in families.items():
+        on = [t for t in members if t.epoch > 0.5]
+        ceiling = -(-len(members) // 3) + (family == "single-task")  # the baseline goes on beside its family's
+        assert 1 <= len(on) <= ceiling + 1, family  # + the side's leader, where it is not among them
+    stopped = [t for t in found.trials if t.epoch == 0.5]
+    assert stopped and all(t.seed_epochs == 0.5 for t in stopped)
+    by_number = {t.number: t for t in found.searcher._ot_study.trials}
+    assert {by_number[t.number].state for t in stopped} == {optuna.trial.TrialState.PRUNED}
+    assert found.seed_epochs < study(screen_fraction=0).seed_epochs  # cheaper than a first rung at epoch 1

@@ -100,7 +100,9 @@ def test_resume_continues_with_the_started_data_whatever_the_flags_say():
 
 
 def test_first_rung_seeds_is_checked_recorded_and_kept_on_resume():
-    cfg = SearchConfig("absa", preset="full", first_rung_seeds=1, grace_period=1, reduction_factor=2, epochs=4)
+    cfg = SearchConfig(
+        "absa", preset="full", search="tpe", first_rung_seeds=1, grace_period=1, reduction_factor=2, epochs=4
+    )
     schedule = planned(cfg).schedule  # K = 3 seeds
     assert (schedule.seeds, schedule.first, schedule.rungs, schedule.growth) == (3, 1, (1, 2), 2)
     assert planned(SearchConfig("absa", preset="full", search="tpe")).schedule is None  # off: every seed throughout
@@ -120,6 +122,12 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
     full = planned(SearchConfig("absa", preset="full"))  # 64 trials, absa's grid has 43 cells
     assert (full.search, full.invocation.search, len(full.points)) == ("cells-halving", "cells-halving", 43)
     assert (full.rungs.reduction_factor, full.schedule.first) == (3, 1)  # the strategy's own, under no flag
+    assert (full.schedule.rungs, full.screen) == ((3,), 0.25)  # one seed until the last rung; the screen point
+    assert planned(SearchConfig("absa", preset="full", screen_fraction=0)).screen is None
+    with pytest.raises(ConfigError, match="--screen-fraction 0.5: --search tpe decides at whole epochs"):
+        planned(SearchConfig("absa", preset="full", search="tpe", screen_fraction=0.5))
+    with pytest.raises(ConfigError, match="--screen-fraction 1.0: expected a fraction of the first epoch"):
+        SearchConfig("absa", screen_fraction=1.0)
     assert full.trials == 43 and "every one of the 43 cells of the grid; 43 trials" in full.search_reason
     more = planned(SearchConfig("absa", preset="full", trials=50))
     assert (more.search, more.trials, len(more.points)) == ("cells-halving", 50, 43)  # 7 TPE trials after
