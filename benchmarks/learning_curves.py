@@ -6,6 +6,11 @@ training core (``trainables.loop.train``, no Ray), and records the primary's dev
 epoch: one JSON line per (family, seed) in ``--out``. ``--summary`` reads such a file and prints each
 family's mean deficit after each epoch relative to the last (in pp) with its seed SD: what the
 truths' ``[[curve]]`` tables should be compared with (docs/truth-files.md).
+
+``--screens 0.25,0.5`` also scores dev at those fractions of the first epoch (``Trainer.run_to``, as a screen
+point of a search trial does; the epochs after them train exactly as without) and records them with the
+dev rows' majority rate: what the truths' rule inside the first epoch (linear from the majority rate to the
+epoch-1 score) should be compared with; ``--summary`` prints that table too.
 """
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ import torch
 
 from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
 from trainables.data import resolve_data_dir
-from trainables.loop import train
+from trainables.loop import Trainer
+from trainables.majority import majority_scores
 
 PRIMARY, METRIC = "semeval:NLI_M", "semeval/dev/acc_4way"
 AUXILIARY = ("sst2", "pos")  # the thesis's best auxiliary set
@@ -59,10 +65,16 @@ def config(family: str, seed: int, args: argparse.Namespace) -> TrainConfig:
 
 def run(family: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
+    cfg = config(family, seed, args)
+    trainer = Trainer(cfg)
+    screens = [[f, trainer.run_to(f)[METRIC]] for f in args.screens]  # inside the first epoch
     curve, seconds = [], []
-    for metrics in train(config(family, seed, args)):
+    for epoch in range(1, cfg.epochs + 1):
+        metrics = trainer.run_to(epoch)
         curve.append(metrics[METRIC])
         seconds.append(metrics["train/seconds"])
+    primary = trainer.data[PRIMARY]
+    majority = majority_scores(primary.task, primary.dev_examples)[METRIC.rsplit("/", 1)[1]]
     return {
         "family": family,
         "seed": seed,
@@ -73,6 +85,8 @@ def run(family: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
         "train_rows": args.train_rows,
         "eval_rows": args.eval_rows,
         "lr": args.lr,
+        "screens": screens,  # [fraction of epoch 1, dev score]
+        "majority": majority,  # the dev rows' majority rate (the truths' score of an untrained model)
     }
 
 
@@ -90,7 +104,34 @@ def summary(path: Path) -> str:
         final = curves[:, -1]
         sd = final.std(ddof=1) if len(final) > 1 else float("nan")
         out.append(f"| {family} | {len(curves)} | {' | '.join(cells)} | {final.mean():.1f} ± {sd:.1f} |")
-    return "\n".join(out)
+    return "\n".join(out + screen_summary(lines))
+
+
+def screen_summary(lines: list[dict[str, Any]]) -> list[str]:
+    """Markdown: per family, the dev score at each screen point and after epoch 1 (pp, mean ± seed SD), and the
+    share of the way from the majority rate to the epoch-1 score it had gone (the truths' rule: the fraction)."""
+    lines = [line for line in lines if line.get("screens")]
+    if not lines:
+        return []
+    fractions = [f for f, _ in lines[0]["screens"]]
+    head = " | ".join(f"at {f:g}: score, share of the way" for f in fractions)
+    out = ["", f"| family | seeds | majority | {head} | after epoch 1 |", "|---" * (len(fractions) + 4) + "|"]
+    for family in dict.fromkeys(line["family"] for line in lines):
+        mine = [line for line in lines if line["family"] == family]
+        majority = np.array([line["majority"] for line in mine]) * 100
+        first = np.array([line["curve"][0] for line in mine]) * 100
+        cells = []
+        for i in range(len(fractions)):
+            score = np.array([line["screens"][i][1] for line in mine]) * 100
+            share = (score - majority) / np.where(first != majority, first - majority, np.nan)
+            cells.append(f"{score.mean():.1f} ± {sd(score):.1f}, {np.nanmean(share):.2f}")
+        epoch_1 = f"{first.mean():.1f} ± {sd(first):.1f}"
+        out.append(f"| {family} | {len(mine)} | {majority.mean():.1f} | {' | '.join(cells)} | {epoch_1} |")
+    return out
+
+
+def sd(values: np.ndarray) -> float:
+    return float(values.std(ddof=1)) if len(values) > 1 else float("nan")
 
 
 def main() -> None:
@@ -104,6 +145,12 @@ def main() -> None:
     p.add_argument("--train-rows", type=int, default=300, help="training rows per task")
     p.add_argument("--eval-rows", type=int, default=500, help="primary dev rows")
     p.add_argument("--lr", type=float, default=1e-4, help="the smoke preset's baseline lr")
+    p.add_argument(
+        "--screens",
+        type=lambda v: [float(f) for f in v.split(",") if f.strip()],
+        default=[],
+        help="comma-separated fractions of the first epoch to score dev at too (0.25,0.5)",
+    )
     p.add_argument("--summary", action="store_true", help="only print the table of --out")
     args = p.parse_args()
     out = Path(args.out)

@@ -346,7 +346,8 @@ def listing(studies: Mapping[str, Study]) -> str:
             f"  metric      {study.metric} ({study.mode})",
             "  presets     "
             + "; ".join(
-                f"{name}: {p.model}, {p.epochs} epochs, {p.trials} trials, {len(p.seeds)} seeds"
+                f"{name}: {p.model}, {p.epochs} epochs, {p.trials} trials, "
+                f"{len(p.seeds)} {'seed' if len(p.seeds) == 1 else 'seeds'}"
                 + (f", primary {p.primary}" if p.primary else "")
                 for name, p in study.presets.items()
             ),

