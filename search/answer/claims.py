@@ -65,11 +65,19 @@ def flat(config: TrainConfig) -> dict[str, Any]:
     return out
 
 
+MULTITASK_ONLY = ("sampling.",)  # settings of a canonical config that act only beside auxiliary tasks
+
+
 @functools.lru_cache(maxsize=256)  # calibration compares the same configs thousands of times
 def differences(a: TrainConfig, b: TrainConfig) -> tuple[str, ...]:
-    """Every training setting in which ``a`` and ``b`` differ: ``lr 1.2e-05 vs 2e-05``."""
+    """Every training setting in which ``a`` and ``b`` differ: ``lr 1.2e-05 vs 2e-05``; a setting that does not act
+    on a single-task config (how tasks are sampled) shows as ``–`` there: ``sampling.schema sqrt vs –``."""
     fa, fb = flat(a), flat(b)
-    return tuple(f"{k} {show(fa.get(k))} vs {show(fb.get(k))}" for k in fa | fb if fa.get(k) != fb.get(k))
+
+    def shown(config: TrainConfig, key: str, value: Any) -> str:
+        return "–" if len(config.tasks) == 1 and key.startswith(MULTITASK_ONLY) else show(value)
+
+    return tuple(f"{k} {shown(a, k, fa.get(k))} vs {shown(b, k, fb.get(k))}" for k in fa | fb if fa.get(k) != fb.get(k))
 
 
 def show(value: Any) -> str:
