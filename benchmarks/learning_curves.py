@@ -10,7 +10,7 @@ truths' ``[[curve]]`` tables should be compared with (docs/truth-files.md).
 ``--screens 0.25,0.5`` also scores dev at those fractions of the first epoch (``Trainer.run_to``, as a screen
 point of a search trial does; the epochs after them train exactly as without) and records them with the
 dev rows' majority rate: what the truths' rule inside the first epoch (linear from the majority rate to the
-epoch-1 score) should be compared with; ``--summary`` prints that table too.
+epoch-1 score) should be compared with; ``--summary`` prints that table too (scores minus the majority rate).
 """
 
 from __future__ import annotations
@@ -108,25 +108,21 @@ def summary(path: Path) -> str:
 
 
 def screen_summary(lines: list[dict[str, Any]]) -> list[str]:
-    """Markdown: per family, the dev score at each screen point and after epoch 1 (pp, mean ± seed SD), and the
-    share of the way from the majority rate to the epoch-1 score it had gone (the truths' rule: the fraction)."""
+    """Markdown: per family, the dev score at each screen point and after epoch 1, each minus the dev rows'
+    majority rate (pp, mean ± seed SD): the truths' rule puts a config at F of its epoch-1 distance from it."""
     lines = [line for line in lines if line.get("screens")]
     if not lines:
         return []
     fractions = [f for f, _ in lines[0]["screens"]]
-    head = " | ".join(f"at {f:g}: score, share of the way" for f in fractions)
+    head = " | ".join(f"at {f:g} of epoch 1" for f in fractions)
     out = ["", f"| family | seeds | majority | {head} | after epoch 1 |", "|---" * (len(fractions) + 4) + "|"]
     for family in dict.fromkeys(line["family"] for line in lines):
         mine = [line for line in lines if line["family"] == family]
         majority = np.array([line["majority"] for line in mine]) * 100
-        first = np.array([line["curve"][0] for line in mine]) * 100
-        cells = []
-        for i in range(len(fractions)):
-            score = np.array([line["screens"][i][1] for line in mine]) * 100
-            share = (score - majority) / np.where(first != majority, first - majority, np.nan)
-            cells.append(f"{score.mean():.1f} ± {sd(score):.1f}, {np.nanmean(share):.2f}")
-        epoch_1 = f"{first.mean():.1f} ± {sd(first):.1f}"
-        out.append(f"| {family} | {len(mine)} | {majority.mean():.1f} | {' | '.join(cells)} | {epoch_1} |")
+        scores = [np.array([line["screens"][i][1] for line in mine]) * 100 for i in range(len(fractions))]
+        scores.append(np.array([line["curve"][0] for line in mine]) * 100)
+        cells = [f"{(x - majority).mean():+.1f} ± {sd(x):.1f}" for x in scores]
+        out.append(f"| {family} | {len(mine)} | {majority.mean():.1f} | {' | '.join(cells)} |")
     return out
 
 

@@ -75,9 +75,9 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         default=SearchConfig.search,
         choices=SEARCHES,
         help="strategy (docs/search-strategies.md). default: cells-halving (every auxiliary set x schema cell of the "
-        "thesis grid, compared within its schema family a quarter into its first epoch, then decided together at "
-        "each epoch, one seed until the last rung; without --trials the study is its cells) where the trials hold "
-        "every cell, else tpe; also the grid, random, ASHA variants (default: %(default)s)",
+        "thesis grid, compared within its schema family once its first epoch's warm-up is over, then decided "
+        "together at each epoch, one seed until the last rung; without --trials the study is its cells) where the "
+        "trials hold every cell, else tpe; also the grid, random, ASHA variants (default: %(default)s)",
     )
     g.add_argument(
         "--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the sampler (default: %(default)s)"
@@ -90,7 +90,7 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         metavar="F",
         help="a first rung after F of the first epoch (0 < F < 1): every search trial evaluates dev and checkpoints "
         "there, and the halving rungs compare every cell at F of an epoch's compute; 0: none (default: the "
-        "strategy's: 0.25 under cells-halving, else none)",
+        "strategy's: under cells-halving the end of the lr warm-up, at least 0.25: 0.4 at the full preset; else none)",
     )
     g.add_argument(
         "--reduction-factor",

@@ -163,6 +163,7 @@ FAMILIES.update(
         "default-k1": [Strategy("default", SearchConfig.search, 1)],
         # the default given about the grid's compute, by each knob a user has: more seeds, a gentler reduction,
         # more trials (TPE past the cells)
+        "default-rf2": [Strategy("default", SearchConfig.search, 3, reduction_factor=2)],
         "default-more": [
             Strategy("default", SearchConfig.search, 5),
             Strategy("default", SearchConfig.search, 3, reduction_factor=2),

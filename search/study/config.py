@@ -153,11 +153,18 @@ def first_rung_of(cfg: SearchConfig, preset: Preset | None) -> int | None:
     return STRATEGIES[cfg.search].first_rung_seeds if cfg.search in STRATEGIES else None  # "default": not chosen yet
 
 
-def screen_of(cfg: SearchConfig) -> float | None:
-    """The screen point inside the first epoch: ``--screen-fraction`` (0: none), else the search strategy's."""
+def screen_of(cfg: SearchConfig, warmup_epochs: float = 0.0) -> float | None:
+    """The screen point inside the first epoch: ``--screen-fraction`` (0: none), else the search strategy's, moved
+    to the end of the learning-rate warm-up where that comes later (``warmup_epochs``: the warm-up in epochs, the
+    study's base config's; measured: a quarter-epoch into warm-up, small models score at or below the majority
+    rate, benchmarks/README.md), and none where the warm-up outlasts the first epoch."""
     if cfg.screen_fraction is not None:
         return cfg.screen_fraction or None
-    return STRATEGIES[cfg.search].screen if cfg.search in STRATEGIES else None  # "default": not chosen yet
+    screen = STRATEGIES[cfg.search].screen if cfg.search in STRATEGIES else None  # "default": not chosen yet
+    if screen is None:
+        return None
+    screen = max(screen, round(warmup_epochs, 4))
+    return screen if screen < 1 else None
 
 
 def reduction_factor_of(cfg: SearchConfig, preset: Preset) -> int:

@@ -204,7 +204,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     rungs = Rungs(cfg.grace_period or preset.grace_period, reduction_factor_of(cfg, preset), base.epochs)
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
-    screen = check_screen_rungs(cfg, screen_of(cfg), search_reason)
+    screen = check_screen_rungs(cfg, screen_of(cfg, base.warmup * base.epochs), search_reason)
     schedule = None if first is None else seed_schedule(cfg, len(seeds), first, rungs)
     points = first_points(cfg.search, study, base)
     gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)

@@ -68,7 +68,8 @@ STRATEGIES: dict[str, SearchStrategy] = {
         SearchStrategy("family", rungs="family"),  # univariate TPE + ASHA within each schema family
         SearchStrategy("cells", first="cells", sampler="tpe-mv"),  # screen every cell, then multivariate TPE
         SearchStrategy("cells-family", first="cells", sampler="tpe-mv", rungs="family"),  # and stratified rungs
-        # every cell, compared within its schema family at a screen point a quarter into the first epoch, then halved
+        # every cell, compared within its schema family at a screen point inside the first epoch (a quarter in, or the
+        # end of the lr warm-up where later: search.study.config.screen_of), then halved
         # synchronously at every epoch (each family's leader kept at the first), one seed until the last rung and
         # every seed for the finalists past it (reduction 3); without --trials the study is its cells
         # (docs/search-strategies.md: the measured default of issue 28)

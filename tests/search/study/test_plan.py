@@ -122,7 +122,7 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
     full = planned(SearchConfig("absa", preset="full"))  # 64 trials, absa's grid has 43 cells
     assert (full.search, full.invocation.search, len(full.points)) == ("cells-halving", "cells-halving", 43)
     assert (full.rungs.reduction_factor, full.schedule.first) == (3, 1)  # the strategy's own, under no flag
-    assert (full.schedule.rungs, full.screen) == ((3,), 0.25)  # one seed until the last rung; the screen point
+    assert (full.schedule.rungs, full.screen) == ((3,), 0.4)  # one seed until the last rung; the warm-up's end
     assert planned(SearchConfig("absa", preset="full", screen_fraction=0)).screen is None
     with pytest.raises(ConfigError, match="--screen-fraction 0.5: --search tpe decides at whole epochs"):
         planned(SearchConfig("absa", preset="full", search="tpe", screen_fraction=0.5))
