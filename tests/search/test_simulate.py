@@ -154,7 +154,7 @@ def test_a_simulated_study_with_seeds_as_a_fidelity(tmp_path):
     assert finals and all("semeval/test/acc_4way/seed8" in f.data.metrics for f in finals)  # 5 fresh seeds, all
 
 
-@pytest.mark.slow
+@pytest.mark.extended  # a study at scale through Ray (30 s on 2 cores): benchmarks.sim_cost measures 1,000 trials
 def test_a_30_trial_study_at_8_slots_recovers_the_truth(tmp_path):
     """What the real stack reports for 30 trials at 8 slots is the truth file's model: every trial's
     first epoch (reported by all, before ASHA selects any) is its true score less the learning
