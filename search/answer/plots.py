@@ -105,11 +105,13 @@ def per_group(
 
 
 def best_so_far(table: pd.DataFrame, objective: str, mode: str, seeds: int, baseline: float | None, out: Path) -> Path:
-    """The best completed trial's objective against the seed-epochs trained so far."""
+    """The best completed trial's objective against the seed-epochs trained so far (each trial's own: a seed
+    schedule's and a screen point's; a table written without them: epochs x seeds)."""
     import matplotlib.pyplot as plt
 
     ordered = table.sort_values("start_time")
-    compute = (ordered.epochs * max(seeds, 1)).cumsum()
+    spent = ordered.seed_epochs if "seed_epochs" in ordered else ordered.epochs * max(seeds, 1)
+    compute = spent.cumsum()
     best, so_far = [], -math.inf if mode == "max" else math.inf
     for status, value in zip(ordered.status, ordered.objective):
         if status == COMPLETED and value == value:

@@ -18,6 +18,7 @@ from search.tracking import records as rec
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, outcome_of
 from search.tracking.records import TrialParams
 from trainables.config import ConfigError
+from trainables.fidelity import SEED_COUNT
 from trainables.results import parse_seed_key, per_seed
 from trainables.trial import TrialConfig
 
@@ -99,6 +100,15 @@ class TrialRecord:
         """``{seed: value}`` of ``name`` (``semeval/test/acc_4way``)."""
         return per_seed(self.metrics, name)
 
+    @property
+    def seed_epochs(self) -> float:
+        """The compute it spent: the point it last reported (its whole epochs, else the screen point inside the
+        first) times the seeds it had there (``seeds/trained`` under a seed schedule, else every seed): a
+        schedule's added seeds catch up, so that product is what they trained."""
+        point = float(self.epochs) or float(self.metrics.get(rec.SCREEN_EPOCH, self.metrics.get("epoch", 0.0)))
+        seeds = self.metrics.get(SEED_COUNT) or len([s for s in self.seeds.split(",") if s]) or 1
+        return point * float(seeds)
+
     def columns(self) -> dict[str, Any]:
         """The record as a row of ``trials.csv``: its fields, the objective per seed (``objective/seed<S>``)
         and every dev and test score (``{task}/{split}/{metric}`` mean, ``... std``, per seed ``.../seed<S>``)."""
@@ -124,6 +134,7 @@ class TrialRecord:
             rec.OBJECTIVE_STD: self.objective_std,
             "start_time": self.start_time,
             "final_for": self.final_for,
+            "seed_epochs": self.seed_epochs,
         }
         for key, value in self.metrics.items():
             name = key[: -len("/mean")]

@@ -18,6 +18,7 @@ from search.study.progress import StudyStatus, TrialLines, Work, status_line
 from search.tracking.records import CONFIG_ARTIFACT, TrialParams
 from search.tracking.runs import find_parent, start_parent_run, trial_table
 from search.tracking.tracker import MLflowTracker
+from search.tracking.trial_record import TrialRecord
 from search.tracking.view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
 from spaces import canonical, run_name
 from trainables.config import ConfigError, SamplingConfig, TrainConfig
@@ -190,6 +191,16 @@ def test_trial_table_reads_the_layout(study):
     assert columns["semeval/dev/acc_4way"] == pytest.approx(0.8) and columns["objective/seed2"] == pytest.approx(0.9)
     assert columns["semeval/dev/acc_4way std"] > 0 and columns["semeval/dev/acc_4way/seed1"] == pytest.approx(0.7)
     assert "train/loss" not in columns and "sampling/p/semeval" not in columns
+
+
+def test_a_trials_seed_epochs_are_its_last_point_times_the_seeds_it_had_there():
+    """What best_so_far.png adds up: a seed schedule's seeds and a screen point's fraction, not epochs x K."""
+    assert TrialRecord(run_id="a", label="a", epochs=4, seeds="1,2,3").seed_epochs == 12  # every seed throughout
+    assert TrialRecord(run_id="b", label="b", epochs=3, seeds="1,2,3", metrics={"seeds/trained": 1}).seed_epochs == 3
+    stopped = TrialRecord(
+        run_id="c", label="c", epochs=0, seeds="1,2,3", metrics={"screen/epoch": 0.4, "seeds/trained": 1}
+    )
+    assert stopped.seed_epochs == pytest.approx(0.4)
 
 
 def test_a_trial_run_with_a_bad_tag_is_refused_naming_the_run_and_tag(study):
