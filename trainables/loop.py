@@ -254,7 +254,7 @@ class Trainer:
     def screen_step(self, fraction: float) -> int:
         """The micro-batch of an epoch where an evaluation at ``fraction`` of it falls: a whole number of
         optimizer steps, at least one, and at least one before the epoch's end."""
-        updates = -(-self.steps_per_epoch // self.accum)
+        updates = self.updates_per_epoch
         if updates < 2:
             raise ValueError(
                 f"{self.name}: an epoch of one optimizer step has no point inside it (screen {fraction:g})"

@@ -215,8 +215,9 @@ def train_and_report(
     inside the first); report their aggregate and checkpoint them at each. ``trainers``: the seeds restored
     (a prefix of ``seeds``, all at one point); ``trainer(seed)`` makes a new one."""
     objective, where, key = reporting.objective, reporting.where, reporting.key
-    ahead = [p for p in points if not trainers or not trainers[0].reached(p)]
-    for before, point in zip([0.0, *points][len(points) - len(ahead) :], ahead):
+    for before, point in zip([0.0, *points], points):
+        if trainers and trainers[0].reached(point):
+            continue  # restored past it
         try:
             # promoted past a rung: the added seeds catch up to the last point, unreported
             for seed in seeds[len(trainers) : schedule.at(point)]:

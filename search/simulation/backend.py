@@ -136,12 +136,11 @@ class Backend:
         trial.status = RUNNING
         if trial.started_at is None:
             trial.started_at = self.clock
-        ahead = next(p for p in trial.points if p > trial.epoch)
-        self.events.append(Event(self.clock, self.spent, trial.trial_id, "start", ahead))
+        self.events.append(Event(self.clock, self.spent, trial.trial_id, "start", trial.next_point))
         self.next_epoch(trial)
 
     def next_epoch(self, trial: SimTrial) -> None:
-        epoch = next(p for p in trial.points if p > trial.epoch)  # the next epoch's end, or the screen point
+        epoch = trial.next_point
         seeds = trial.seeds[: self.seed_count(trial, epoch)]
         cost = trial.train_to(epoch, seeds)
         self._sequence += 1
@@ -153,10 +152,8 @@ class Backend:
         """One point's result through the scheduler and the searcher, as Tune's controller passes it."""
         self.spent += cost
         key = trial.trial_config.key
-        result = epoch_result(
-            self.truth, self._configs[trial.trial_id], key, seeds, epoch, self.objective, trial.trial_id
-        )
-        result["training_iteration"] = len(trial.decisions) + 1  # Tune's count of this trial's results
+        config, iteration = self._configs[trial.trial_id], len(trial.decisions) + 1  # Tune's count of its results
+        result = epoch_result(self.truth, config, key, seeds, epoch, self.objective, trial.trial_id, iteration)
         decision = self.scheduler.on_trial_result(self._controller, trial, result)
         trial.decisions.append(decision)
         self.events.append(Event(self.clock, self.spent, trial.trial_id, "result", epoch, decision))

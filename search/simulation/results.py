@@ -7,7 +7,6 @@ far), ``trial_id`` and ``done``.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from search.simulation.truth.model import Truth
@@ -27,11 +26,18 @@ PLACEMENT = {  # where a simulated trial "ran", under the real trainable's keys
 
 
 def epoch_result(
-    truth: Truth, config: TrainConfig, key: str, seeds: list[int], epoch: float, objective: str, trial_id: str
+    truth: Truth,
+    config: TrainConfig,
+    key: str,
+    seeds: list[int],
+    epoch: float,
+    objective: str,
+    trial_id: str,
+    iteration: int,
 ) -> dict[str, Any]:
     """What Tune's scheduler and searcher receive after epoch ``epoch`` (1-based; 0.5: a screen point) of
-    ``seeds``; ``training_iteration`` is the epoch's, which the caller corrects where a screen point came first."""
+    ``seeds``, the trial's ``iteration``-th result (Tune's ``training_iteration``: one more after a screen)."""
     metrics: dict[str, Any] = truth.trial_metrics(config, key, seeds, epoch, objective)
     metrics.update(epoch=epoch_value(epoch), **PLACEMENT)
-    metrics.update(training_iteration=math.ceil(epoch), trial_id=trial_id, done=False)
+    metrics.update(training_iteration=iteration, trial_id=trial_id, done=False)
     return metrics

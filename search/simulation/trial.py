@@ -48,6 +48,11 @@ class SimTrial:
         return self.trial_config.points()
 
     @property
+    def next_point(self) -> float:
+        """The point it reports next: the next epoch's end, or the screen point."""
+        return next(p for p in self.points if p > self.epoch)
+
+    @property
     def seeds(self) -> list[int]:
         return list(self.trial_config.seeds)
 

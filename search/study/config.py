@@ -102,7 +102,7 @@ class SearchConfig:
         if self.precision is not None and self.precision not in PRECISIONS:
             raise ConfigError(f"--precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
 
-        if self.screen_fraction is not None and self.screen_fraction:
+        if self.screen_fraction:  # 0: none
             check_screen(self.screen_fraction)
         check_first_rung(self, study_of(self, self.preset))  # study_of validates the ranges
 
