@@ -35,6 +35,13 @@ def test_finalize_nests_whole_configs_under_trial():
     assert read == point and read.schedule() == SeedSchedule.full(2)
 
 
+def test_a_search_trial_reports_at_its_screen_and_every_epoch_a_final_run_only_at_its_last():
+    train = tiny_config("tiny", epochs=3)
+    assert TrialConfig(train=train, screen=0.4).points() == (0.4, 1.0, 2.0, 3.0)
+    assert TrialConfig(train=train).points() == (1.0, 2.0, 3.0)
+    assert TrialConfig(train=train, kind="final", final_for="run-1").points() == (3.0,)
+
+
 def test_a_bad_trial_config_is_refused_in_one_line_naming_its_keys():
 
     with pytest.raises(ConfigError, match=r"Tune trial config \['seeds', 'train'\]: not a trial's"):
