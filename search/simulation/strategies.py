@@ -161,6 +161,7 @@ FAMILIES.update(
         # the preset's seeds and trials; and the same at one seed (the grid's)
         "default": [Strategy("default", SearchConfig.search, 0)],
         "default-k1": [Strategy("default", SearchConfig.search, 1)],
+        "default-k2": [Strategy("default", SearchConfig.search, 2)],
         # the default given about the grid's compute, by each knob a user has: more seeds, a gentler reduction,
         # more trials (TPE past the cells)
         "default-rf2": [Strategy("default", SearchConfig.search, 3, reduction_factor=2)],
