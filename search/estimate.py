@@ -37,7 +37,7 @@ from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError
-from trainables.fidelity import SeedSchedule
+from trainables.fidelity import SeedSchedule, family_leaders_kept
 from trainables.sampling import steps_per_epoch
 from trainables.tasks import DataError, get_task
 
@@ -162,7 +162,8 @@ def halving_seed_epochs(
     """Expected seed-epochs of a cohort of ``cells`` trials under cohort halving (``search/study/halving.py``),
     results exchangeable: at the screen point each family keeps its top 1/reduction_factor (about
     ``cells / rf + families / 2``), at each epoch rung the top 1/rf go on, plus the baseline, and each family's
-    leader at the first epoch rung (about half of them are not in the top already). A trial stopped at a point
+    leader at the first epoch rung and every one below the last (about half of them are not in the top
+    already). A trial stopped at a point
     trained ``schedule.seed_epochs`` of it (catch-up included; all ``seeds`` throughout without a schedule).
     Checked against simulated studies on the null truth (tests/search/test_estimate.py)."""
 
@@ -175,7 +176,8 @@ def halving_seed_epochs(
         if point == screen:
             going = min(alive, alive / reduction_factor + families / 2)
         else:
-            going = min(alive, math.ceil(alive / reduction_factor) + 1 + (families / 2 if point == grace else 0))
+            leaders = families / 2 if family_leaders_kept(point, grace, max_t) else 0
+            going = min(alive, math.ceil(alive / reduction_factor) + 1 + leaders)
         total += (alive - going) * cost(point)
         alive = going
     return total + alive * cost(max_t)

@@ -50,6 +50,15 @@ def report_points(epochs: int, screen: float | None = None) -> tuple[float, ...]
     return ((screen,) if screen else ()) + tuple(float(e) for e in range(1, epochs + 1))
 
 
+def family_leaders_kept(epoch: float, grace_period: int, max_t: int) -> bool:
+    """Whether cohort halving keeps each schema family's leader past the whole-epoch rung ``epoch``: at
+    the first, and at every one below the last. Families' real curves still differ by a few pp after
+    half of training (benchmarks/README.md, "every family at 3 seeds"), so a slow starter meets the
+    fast ones only at the last rung, where those going on train every seed (a leader kept there would
+    cost K seeds each)."""
+    return epoch == grace_period or epoch < max_t - 1
+
+
 def asha_rungs(grace_period: int, reduction_factor: float, max_t: int) -> tuple[int, ...]:
     """The epochs at which ASHA (one bracket) decides on a trial, below ``max_t``.
 

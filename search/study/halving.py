@@ -9,8 +9,10 @@ slot) until every live cohort trial has reached that rung; then one decision for
 - the top ``ceil(n / reduction_factor)`` go on (n: the cohort trials at the rung); at a screen point
   inside the first epoch, the top ``1 / reduction_factor`` of each schema family instead: that early,
   configs sit near the majority rate and the slow starters further below, so families are not compared;
-- at the first epoch rung, the leader of each schema family goes on too: schemas that change what is
-  trained when start slower, and one rung should not end a family (docs/search-strategies.md);
+- at the first epoch rung and every one below the last, the leader of each schema family goes on too:
+  schemas that change what is trained when start slower, and a family meets the others only at the
+  last rung, where the finalists are chosen (``trainables.fidelity.family_leaders_kept``;
+  docs/search-strategies.md);
 - the baseline always goes on, and each side's leader (``ContenderKeepingASHA``'s rule): the
   final comparison needs both sides complete.
 
@@ -39,6 +41,7 @@ from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import ConcurrencyLimiter, Searcher
 
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
+from trainables.fidelity import family_leaders_kept
 
 PAUSED, PENDING = "PAUSED", "PENDING"  # Tune's Trial status strings
 
@@ -136,8 +139,9 @@ class CohortHalving(ContenderKeepingASHA):
         """ASHA's rule for a trial after the cohort: on if in the top 1/reduction_factor of the rung so far."""
         values = sorted(self.records[epoch].values(), reverse=True)
         cutoff = values[max(0, math.ceil(len(values) / self.factor) - 1)]
-        first_rung_leader = epoch in (self.rungs[0], self.grace) and self.leads_family(trial_id, epoch)
-        if value >= cutoff or leads or first_rung_leader or trial_id in self.baselines:
+        kept = epoch == self.rungs[0] or self.keeps_leaders(epoch)
+        family_leader = kept and self.leads_family(trial_id, epoch)
+        if value >= cutoff or leads or family_leader or trial_id in self.baselines:
             return TrialScheduler.CONTINUE
         self._num_stopped += 1
         return TrialScheduler.STOP
@@ -224,8 +228,8 @@ class CohortHalving(ContenderKeepingASHA):
     def promoted(self, epoch: float, trial_ids: list[str]) -> set[str]:
         """Who goes on past rung ``epoch``: at the screen point, the top 1/reduction_factor of each schema
         family (a fraction of an epoch in, families are not compared with each other at all); at the first
-        whole-epoch rung, the top 1/reduction_factor and each family's leader; later, the top alone. The
-        baseline and each side's leader always."""
+        whole-epoch rung and every one below the last, the top 1/reduction_factor and each family's leader;
+        at the last, the top alone. The baseline and each side's leader always."""
         values = self.records[epoch]
         ranked = sorted(trial_ids, key=lambda t: values[t], reverse=True)
         families = {self.families[t] for t in trial_ids}
@@ -239,9 +243,13 @@ class CohortHalving(ContenderKeepingASHA):
         keep |= {t for t in trial_ids if t in self.baselines}
         for side in {self.sides.get(t) for t in trial_ids} - {None}:
             keep.add(next(t for t in ranked if self.sides.get(t) == side))
-        if epoch == self.grace:
+        if self.keeps_leaders(epoch):
             keep |= {next(t for t in ranked if self.families[t] == family) for family in families}
         return keep
+
+    def keeps_leaders(self, epoch: float) -> bool:
+        """Whether each family's leader goes on past whole-epoch rung ``epoch`` (not the screen)."""
+        return epoch != self.__dict__.get("screen") and family_leaders_kept(epoch, self.grace, self._max_t)
 
     def leads_family(self, trial_id: str, epoch: float) -> bool:
         family, values = self.families.get(trial_id), self.records[epoch]

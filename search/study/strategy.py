@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 FIRST = ("baseline", "cells")  # the baseline alone, or every (auxiliary set x schema) cell of the thesis grid
 SAMPLERS = ("tpe", "tpe-mv", "random")
 # ASHA over every trial, or within each schema family (search.study.scheduler); or the first points decided
-# together at each rung, each family's leader kept at the first (search.study.halving)
+# together at each rung, each family's leader kept at every epoch rung but the last (search.study.halving)
 RUNGS = ("asha", "family", "halving")
 
 
@@ -70,7 +70,7 @@ STRATEGIES: dict[str, SearchStrategy] = {
         SearchStrategy("cells-family", first="cells", sampler="tpe-mv", rungs="family"),  # and stratified rungs
         # every cell, compared within its schema family at a screen point inside the first epoch (a quarter in, or the
         # end of the lr warm-up where later: search.study.config.screen_of), then halved
-        # synchronously at every epoch (each family's leader kept at the first), one seed until the last rung and
+        # synchronously at every epoch (each family's leader kept but at the last), one seed until the last rung and
         # every seed for the finalists past it (reduction 3); without --trials the study is its cells
         # (docs/search-strategies.md: the measured default of issue 28)
         replace(HALVING_EPOCHS, name="cells-halving", screen=0.25, finalist_seeds=True),
@@ -81,7 +81,7 @@ STRATEGIES: dict[str, SearchStrategy] = {
 
 
 # What ``--search`` is when not given: the cell screen halved synchronously where the trial budget holds every
-# cell (docs/search-strategies.md: at 38% of the thesis grid's compute it selects as well or better on every truth);
+# cell (docs/search-strategies.md: at 47% of the thesis grid's compute, 3 seeds, it selects better on every truth);
 # below that budget a screen cannot finish, and TPE from the baseline searches the whole space instead.
 DEFAULT, SCREEN, FALLBACK = "default", "cells-halving", "tpe"
 

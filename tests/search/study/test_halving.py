@@ -1,5 +1,5 @@
-"""Cohort halving: the first points are decided together at each rung, each family's leader kept at the
-first; stopped trials are pruned and nothing waits forever (tests/search/simulation/test_halving_against_ray.py:
+"""Cohort halving: the first points are decided together at each rung, each family's leader kept at every
+epoch rung but the last; stopped trials are pruned and nothing waits forever (tests/search/simulation/test_halving_against_ray.py:
 the Ray path takes the same decisions)."""
 
 from types import SimpleNamespace
@@ -157,8 +157,22 @@ def test_a_resumed_study_rebuilds_its_rungs_from_the_trials_tune_restored():
     for t in trials:
         s.on_trial_add(controller, t)
     assert s.going_on[1] == {"base", "a", "c"} and "b" in s.ended  # rung 1 was decided before the interrupt
-    assert s.going_on[2] == {"base", "a"}  # rung 2 again, at once: a on top, base kept; c stopped
-    assert s.choose_trial_to_run(controller).trial_id in {"base", "a"} and controller.stopped == ["c"]
+    assert s.going_on[2] == {"base", "a", "c"}  # rung 2 again, at once: a on top, base, anneal's leader
+    assert s.choose_trial_to_run(controller).trial_id in {"base", "a", "c"} and controller.stopped == []
+
+
+def test_each_familys_leader_goes_on_at_every_epoch_rung_but_the_last():
+    """Of 4 epochs, rungs 1 and 2 keep a family's leader however far behind; rung 3 chooses the finalists
+    by score alone (the baseline and each side's leader kept, as at every rung)."""
+    trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c"), Trial("slow", schema="anneal")]
+    controller, s = Controller(trials), scheduler(5)
+    for t in trials:
+        s.on_trial_add(controller, t)
+    ids = [t.trial_id for t in trials]
+    for rung in (1.0, 2.0, 3.0):
+        s.records[rung] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
+    assert s.promoted(1.0, ids) == s.promoted(2.0, ids) == {"base", "a", "b", "slow"}
+    assert s.promoted(3.0, ids) == {"base", "a", "b"}
 
 
 def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume():
