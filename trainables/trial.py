@@ -83,7 +83,7 @@ class TrialConfig:
     def points(self) -> tuple[float, ...]:
         """Where this trial evaluates dev and reports, in epochs (:func:`~trainables.fidelity.report_points`).
         A final run reports once, after its last epoch: only its last scores count, and an interrupted
-        finalize trains its runs afresh, so scoring dev after every epoch would cost (a fifth of the default
+        finalize trains its runs afresh, so scoring dev after every epoch would cost (a sixth of the default
         run's final phase, issue 30) and serve nothing."""
         epochs = self.training().epochs
         return (float(epochs),) if self.final_for else report_points(epochs, self.screen)

@@ -1,6 +1,7 @@
 """Ray Tune function trainable: one trial trains one canonical config under K seeds.
 
-The only core module that imports Ray. Every epoch it reports, for every
+The only core module that imports Ray. At every report point (a search trial's every epoch and its
+screen point; a final run's last epoch: ``TrialConfig.points``) it reports, for every
 metric, the seed mean and standard deviation (ASHA decides on the mean), the
 per-seed values of the primary task's scores and of the objective, and
 checkpoints every seed's full training state, so a retried or restored trial

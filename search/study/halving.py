@@ -229,7 +229,7 @@ class CohortHalving(ContenderKeepingASHA):
         """Who goes on past rung ``epoch``: at the screen point, the top 1/reduction_factor of each schema
         family (a fraction of an epoch in, families are not compared with each other at all); at the first
         whole-epoch rung and every one below the last, the top 1/reduction_factor and each family's leader;
-        at the last, the top alone. The baseline and each side's leader always."""
+        at the last, the top alone (unless it is the first). The baseline and each side's leader always."""
         values = self.records[epoch]
         ranked = sorted(trial_ids, key=lambda t: values[t], reverse=True)
         families = {self.families[t] for t in trial_ids}
