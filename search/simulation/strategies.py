@@ -121,7 +121,8 @@ FAMILIES.update(
         "cells-k2-rf3": budgets("cells", "cells", 2, (43,), reduction_factor=3),
         "cells-family-k2-rf3": budgets("cells-family", "cells-family", 2, (43,), reduction_factor=3),
         # cohort halving (search.study.halving): every cell decided together at each rung, each family's leader
-        # kept at every epoch rung but the last (at the first only when these were measured); K=1 over reduction factors, then 2-3 seeds with seeds as the fidelity
+        # kept at every epoch rung but the last (at the first only when these were measured); K=1 over reduction
+        # factors, then 2-3 seeds with seeds as the fidelity
         "halving-k1": [
             Strategy("cells-halving", "cells-halving-epochs", 1, 43, reduction_factor=r) for r in (3, 4, 6, 8, 16)
         ],

@@ -1,6 +1,6 @@
 """Cohort halving: the first points are decided together at each rung, each family's leader kept at every
-epoch rung but the last; stopped trials are pruned and nothing waits forever (tests/search/simulation/test_halving_against_ray.py:
-the Ray path takes the same decisions)."""
+epoch rung but the last; stopped trials are pruned and nothing waits forever
+(tests/search/simulation/test_halving_against_ray.py: the Ray path takes the same decisions)."""
 
 from types import SimpleNamespace
 
