@@ -15,6 +15,9 @@ trials takes seconds of CPU instead of seconds per trial:
 - a trial whose last epoch gets CONTINUE ends as if stopped (Tune would first pass its last result to
   the scheduler once more, as the function returned; ASHA stops every trial at ``max_t`` before that).
 
+With ``interrupt_after`` the study is interrupted after that many results and resumed as ``Tuner.restore``
+does it (:meth:`Backend.resume`): what a resumed study decides can be checked at every interrupt point.
+
 Two things can be plugged in without touching the loop: the scheduler (any ``TrialScheduler``, e.g. a
 subclass of ``ContenderKeepingASHA`` that pauses a trial at a rung to add seeds), and ``seed_count``
 (trial, epoch) -> how many of the trial's seeds report that epoch. A seed that joins late trains from
@@ -23,6 +26,7 @@ its first epoch (:meth:`SimTrial.train_to`), and that catch-up is charged to the
 
 from __future__ import annotations
 
+import copy
 import heapq
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -77,6 +81,7 @@ class Backend:
     slots: int
     seconds_per_epoch: float = 60.0
     seed_count: SeedCount = all_seeds
+    interrupt_after: int | None = None  # results handled before a Ctrl-C and a --resume
     param_space: dict = field(default_factory=dict)  # what every trial's config holds beside the suggestion
     clock: float = 0.0
     spent: float = 0.0  # seed-epochs reported so far
@@ -94,15 +99,44 @@ class Backend:
         )
         self._by_id: dict[str, SimTrial] = {}
         self._sequence = 0
+        self._listed = self._controller.get_trials()  # Tune's list of trials: creation order until a resume
+        self._created = copy.deepcopy(self.scheduler)  # what tuner.pkl holds: the scheduler before any trial
 
     def run(self) -> list[SimTrial]:
         self.fill()
+        results = 0
         while self._queue:
             time, _, trial_id, epoch, seeds, cost = heapq.heappop(self._queue)
             self.clock = time
             self.report(self._by_id[trial_id], epoch, seeds, cost)
+            results += 1
+            if results == self.interrupt_after:
+                self.resume()
             self.fill()
         return list(self._all)
+
+    def resume(self) -> None:
+        """Ctrl-C now, then ``--resume``, as Ray 2.60 does it: the epochs in flight are lost (a trial goes on from
+        its last result's checkpoint); the limiter comes back from the state it saved (``get_state``, the
+        scheduler's inside), the scheduler as tuner.pkl holds it (as created), the searcher as it was; every
+        unfinished trial is added again PENDING, the latest result first (``_requeue_restored_trials``)."""
+        saved = self._limiter.get_state()
+        self._queue.clear()
+        for trial in self._all:
+            trial.trained = dict(trial.checkpoint)
+        self.scheduler = copy.deepcopy(self._created)
+        self._limiter = limiter_of(self.searcher, self.scheduler, self.slots)
+        self._limiter.set_state(saved)
+        order = sorted(self._all, key=lambda t: t.reported_at, reverse=True)
+        self._listed = []
+        self._controller = Controller(
+            self._listed, stop=self.stop_paused, search_alg=SimpleNamespace(searcher=self._limiter)
+        )
+        for trial in order:
+            if trial.status != TERMINATED:
+                trial.status = PENDING
+            self._listed.append(trial)
+            self.scheduler.on_trial_add(self._controller, trial)
 
     # -- slots ----------------------------------------------------------------------
     def fill(self) -> None:
@@ -111,6 +145,8 @@ class Backend:
             if not any(t.status == PENDING for t in self._all):
                 self.add()
             trial = self.scheduler.choose_trial_to_run(self._controller)
+            if trial is None:  # Tune starts a PENDING trial whatever the scheduler chose (``_maybe_add_actors``)
+                trial = next((t for t in self._listed if t.status == PENDING), None)
             if trial is None:
                 return
             self.start(trial)
@@ -129,6 +165,8 @@ class Backend:
         trial = SimTrial(trial_id, {**self.param_space, "seeds": list(self.seeds), **suggestion}, number=len(self._all))
         self._configs[trial_id] = trial.trial_config.training()
         self._all.append(trial)
+        if self._listed is not self._all:
+            self._listed.append(trial)
         self._by_id[trial_id] = trial
         self.scheduler.on_trial_add(self._controller, trial)
 
@@ -162,6 +200,7 @@ class Backend:
         else:
             self._limiter.on_trial_result(trial.trial_id, result)
         trial.last_result, trial.epoch = result, epoch_value(epoch)  # 3, not 3.0; 0.25 at a screen point
+        trial.checkpoint, trial.reported_at = dict(trial.trained), self.clock
         if decision == TrialScheduler.STOP or epoch >= self.max_epochs:
             self.end(trial)
         elif decision == TrialScheduler.PAUSE:

@@ -74,6 +74,7 @@ def simulate(
     scheduler: SchedulerOf = scheduler_of,
     seed_count: SeedCount | None = None,
     multivariate: bool = False,
+    interrupt_after: int | None = None,
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
@@ -96,6 +97,7 @@ def simulate(
         seconds_per_epoch=truth.time.seconds_per_epoch or 1.0,  # 0 in a truth means "no sleep"; any unit will do
         seed_count=seed_count or scheduled_seeds(study_plan),
         param_space=param_space_of(study_plan),
+        interrupt_after=interrupt_after,
     )
     found = backend.run()
     return SimulatedStudy(study_plan, found, backend.events, searcher)

@@ -36,6 +36,8 @@ class SimTrial:
     started_at: float | None = None  # simulated seconds
     ended_at: float | None = None
     decisions: list[str] = field(default_factory=list)  # the scheduler's answer to each result
+    checkpoint: dict[int, float] = field(default_factory=dict)  # ``trained`` as of its last result
+    reported_at: float = 0  # simulated seconds of its last result
 
     @functools.cached_property
     def trial_config(self) -> TrialConfig:
@@ -55,6 +57,10 @@ class SimTrial:
     @property
     def seeds(self) -> list[int]:
         return list(self.trial_config.seeds)
+
+    def set_status(self, status: str) -> None:
+        """What a scheduler calls to set a status Tune files the trial by (Ray's ``Trial.set_status``)."""
+        self.status = status
 
     def train_to(self, epoch: float, seeds: list[int]) -> float:
         """Train ``seeds`` up to ``epoch``; the seed-epochs that cost (a seed that joins late trains

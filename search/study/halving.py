@@ -23,8 +23,9 @@ sampler's, once the screen is spent) are decided as ASHA does, against every res
 the rung, with the same reduction factor. With a seed schedule (``--first-rung-seeds``) a trial
 adds seeds as it passes rungs, and each rung compares means over the seeds every trial there has.
 
-The state (records, decisions, the cohort's ids) is plain data in ``__dict__``: ASHA's ``save``
-pickles it with the rest, so a resumed study keeps its decisions.
+The state (records, decisions, the cohort's ids, the trials paused at a rung) is plain data in ``__dict__``,
+saved with the experiment in the limiter's state (:mod:`search.study.limiter`): a resumed study takes its
+decisions back and pauses again the trials Tune restores as PENDING (:meth:`CohortHalving.requeued`).
 
 A paused trial holds no slot: the scheduler tells the searcher's :class:`PauseAwareLimiter` (Ray's
 ``Searcher.on_pause``/``on_unpause``, the hooks HyperBandForBOHB calls), which counts only the
@@ -38,8 +39,9 @@ import math
 from typing import Any
 
 from ray.tune.schedulers import TrialScheduler
-from ray.tune.search import ConcurrencyLimiter, Searcher
+from ray.tune.search import Searcher
 
+from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
 from trainables.fidelity import family_leaders_kept
 
@@ -81,22 +83,44 @@ class CohortHalving(ContenderKeepingASHA):
         return ((screen,) if screen else ()) + tuple(float(e) for e in range(self.grace, self._max_t))
 
     def on_trial_add(self, tune_controller, trial) -> None:
-        super().on_trial_add(tune_controller, trial)
+        super().on_trial_add(tune_controller, trial)  # in a resumed study, the saved state taken back first
+        known = trial.trial_id in self.families  # a trial of a resumed study, in the state it saved
         self.families[trial.trial_id] = family_of(trial.config)
         self.sides[trial.trial_id] = side_of(trial.config)
         if is_baseline(trial.config):
             self.baselines.add(trial.trial_id)
         if len(self.members) < self.cohort and trial.trial_id not in self.members:
             self.members.append(trial.trial_id)
-        if trial.last_result and trial.trial_id in self.members:
+        if known and self.__dict__.get("state_restored"):
+            self.requeued(trial)
+        elif trial.last_result and trial.trial_id in self.members:
             self.restored(tune_controller, trial)
 
+    def requeued(self, trial) -> None:
+        """A trial Tune restored in a study resumed with its saved state (:mod:`search.study.limiter`). Ray
+        re-adds every unfinished trial PENDING and starts every PENDING trial whatever the scheduler says
+        (``TuneController._requeue_restored_trials``, ``_maybe_add_actors``): one the state holds paused (at
+        a rung until its decision, promoted until a slot is free, or stopped and not yet stopped by Tune) is
+        marked PAUSED again here, before Tune files the trial by its status. The others ran: they go on from
+        their last checkpoint."""
+        trial_id = trial.trial_id
+        if trial.status in ("TERMINATED", "ERROR"):
+            if trial_id in self.members and trial_id not in self.ended:  # ended as the state was saved
+                self.ended.add(trial_id)
+                self.waiting.discard(trial_id)
+                self.resume.discard(trial_id)
+                self.restoring = True  # a rung may have waited for it: decided before the next start
+            return
+        if trial_id in self.members and trial_id in self.ended:
+            self.doomed.add(trial_id)  # stopped by a decision, not yet by Tune
+        if trial_id in self.waiting | self.resume | self.doomed:
+            trial.set_status(PAUSED)
+
     def restored(self, tune_controller, trial) -> None:
-        """A cohort trial of a resumed study, added again with its last result. Ray 2.60 does not save a
-        scheduler (``TuneController.save_to_dir``: trials and searcher only), so the rungs are rebuilt from
-        the trials: every rung below a trial's last epoch was decided and passed by it, an ended trial waits
-        for nothing, and a live one's last result stands at its rung (a paused one waits there again, or
-        goes on where its rung was decided: :meth:`release_late`)."""
+        """A cohort trial of a resumed study saved before the limiter saved the scheduler's state, added again
+        with its last result: the rungs are rebuilt from the trials: every rung below a trial's last epoch was
+        decided and passed by it, an ended trial waits for nothing, and a live one's last result stands at its
+        rung (a paused one waits there again, or goes on where its rung was decided: :meth:`release_late`)."""
         result = self.paired(trial, trial.last_result)
         epoch = float(result.get(self._time_attr, 0))
         for rung in self.rungs:
@@ -128,6 +152,12 @@ class CohortHalving(ContenderKeepingASHA):
         leads = self.record(epoch, self.sides.get(trial.trial_id), value)
         if trial.trial_id not in self.members:
             return self.asynchronous(trial.trial_id, epoch, value, leads)
+        # a trial retried after a failure, or resumed from a checkpoint before its rung, reports there again
+        if trial.trial_id in self.going_on.get(epoch, ()):
+            self.waiting.discard(trial.trial_id)
+            return TrialScheduler.CONTINUE
+        if trial.trial_id in self.ended:
+            return TrialScheduler.STOP
         self.waiting.add(trial.trial_id)
         self.decide_ready(tune_controller, current=trial.trial_id)
         if trial.trial_id in self.waiting:
@@ -283,6 +313,8 @@ class CohortHalving(ContenderKeepingASHA):
     def choose_trial_to_run(self, tune_controller) -> Any:
         """Promoted paused trials first (the screen's survivors) while fewer than ``slots`` run, then new ones
         (the limiter bounds how many exist); never one waiting for its rung's decision."""
+        if self.__dict__.pop("restoring", False):  # a resumed study's trials are all added: decide what waits
+            self.decide_ready(tune_controller)
         self.stop_doomed(tune_controller)
         trials = tune_controller.get_trials()
         running = sum(t.status == "RUNNING" for t in trials)
@@ -304,37 +336,9 @@ def searcher_of(tune_controller) -> Searcher:
     return tune_controller.search_alg.searcher
 
 
-class PauseAwareLimiter(ConcurrencyLimiter):
-    """Ray's ``ConcurrencyLimiter`` counting only the live trials that are not paused: a cohort trial
-    waiting at its rung holds no slot (Ray's own limiter would count it and, with every slot's trial
-    paused, never let the rest of the cohort start)."""
-
-    def __init__(self, searcher: Searcher, max_concurrent: int) -> None:
-        super().__init__(searcher, max_concurrent=max_concurrent)
-        self.paused: set[str] = set()
-
-    def suggest(self, trial_id: str) -> dict | None:
-        if len(self.live_trials - self.paused) >= self.max_concurrent:
-            return None
-        suggestion = self.searcher.suggest(trial_id)
-        if suggestion not in (None, Searcher.FINISHED):
-            self.live_trials.add(trial_id)
-            self.num_unfinished_live_trials += 1
-        return suggestion
-
-    def on_pause(self, trial_id: str) -> None:
-        self.paused.add(trial_id)
-
-    def on_unpause(self, trial_id: str) -> None:
-        self.paused.discard(trial_id)
-
-    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
-        self.paused.discard(trial_id)
-        super().on_trial_complete(trial_id, result=result, error=error)
-
-
-def limiter_of(searcher: Searcher, scheduler: TrialScheduler, max_concurrent: int) -> ConcurrencyLimiter:
+def limiter_of(searcher: Searcher, scheduler: TrialScheduler, max_concurrent: int) -> SchedulerSavingLimiter:
     """The searcher wrapped to run at most ``max_concurrent`` trials at once (what ``max_concurrent_trials``
-    does), paused trials not counted under cohort halving."""
-    limiter = PauseAwareLimiter if isinstance(scheduler, CohortHalving) else ConcurrencyLimiter
+    does), paused trials not counted under cohort halving; it saves the scheduler's state with the
+    experiment (:mod:`search.study.limiter`)."""
+    limiter = PauseAwareLimiter if isinstance(scheduler, CohortHalving) else SchedulerSavingLimiter
     return limiter(searcher, max_concurrent=max_concurrent)

@@ -27,6 +27,7 @@ from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
+from search.study.limiter import adopt_saved_state
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
 from trainables.trial import NESTED, TrialConfig
@@ -56,8 +57,9 @@ def side_of(config: dict[str, Any]) -> str | None:
 class ContenderKeepingASHA(ASHAScheduler):
     """Reads ASHA's private ``_time_attr``, ``_max_t``, ``_metric_op`` and ``_num_stopped`` (no
     public getters in Ray 2.60); a stop it overrides is taken back out of ASHA's count of stopped
-    trials. ``leaders`` ((epoch, side) -> best score so far, in ASHA's maximising sign) is pickled
-    with the rest of ``__dict__`` by ASHA's own ``save``, so a resumed study keeps it.
+    trials. ``leaders`` ((epoch, side) -> best score so far, in ASHA's maximising sign) is saved with
+    the rest of ``__dict__`` (ASHA's rungs too) in the limiter's state at every experiment checkpoint,
+    and a resumed study takes it back (:mod:`search.study.limiter`: Ray saves no scheduler).
 
     ``schedule``: the study's seed schedule, or None (every trial trains every seed: ASHA as
     before). A scheduler pickled before it existed has none in its ``__dict__``: read with a default.
@@ -66,6 +68,11 @@ class ContenderKeepingASHA(ASHAScheduler):
     def __init__(self, *args: Any, schedule: SeedSchedule | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.schedule = schedule
+
+    def on_trial_add(self, tune_controller, trial) -> None:
+        if adopt_saved_state(self, tune_controller):
+            self.state_restored = True  # a resumed study: what it had decided before the interrupt
+        super().on_trial_add(tune_controller, trial)
 
     def paired(self, trial, result: dict) -> dict:
         """``result`` with the objective over the seeds the schedule has at its epoch, where it holds

@@ -47,7 +47,9 @@ def test_the_backend_makes_the_ray_studys_halving_decisions(tmp_path, screen):
     assert {"completed", "pruned"} <= {r[2] for r in ours}
 
 
-@pytest.mark.extended  # not in CI: on 2026-11-25 it passed once and once hung in the resumed study (open, issue 28)
+# not in CI (the suite's time on 2 cores). On 2026-11-25 it passed once and once hung in the resumed study: Ray saved
+# no scheduler state then, and started the trials paused at a rung; since the limiter saves it (2026-11-27) it passes
+@pytest.mark.extended
 @pytest.mark.timeout(600)
 def test_a_halving_study_interrupted_with_cells_paused_resumes_to_a_verdict(tmp_path):
     """Ctrl-C once a cell has ended (others wait paused at a rung); the printed line finishes the study:

@@ -5,26 +5,33 @@ epoch rung but the last; stopped trials are pruned and nothing waits forever
 from types import SimpleNamespace
 
 import optuna
+import pytest
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
 from search.simulation.study import simulate
 from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
-from search.study.halving import CohortHalving, PauseAwareLimiter
+from search.study.halving import CohortHalving
+from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import family_of, is_baseline
 
 METRIC = "semeval/dev/acc_4way/mean"
 
 
-def study(truth: str = "late_bloomer", trials: int = 43, **kw):
-    """A simulated cells-halving study (no screen point unless ``screen_fraction`` says)."""
+def study(truth: str = "late_bloomer", trials: int = 43, interrupt_after: int | None = None, **kw):
+    """A simulated cells-halving study (no screen point unless ``screen_fraction`` says), interrupted after
+    ``interrupt_after`` results and resumed as Ray does it where that is given."""
     kw.setdefault("screen_fraction", 0)
     path = resolve_truth(truth)
     cfg = SearchConfig(
         "absa", preset="full", simulate=path, search="cells-halving", trials=trials, seeds=1, max_concurrent=4, **kw
     )
-    return simulate(cfg, load_truth(path))
+    return simulate(cfg, load_truth(path), interrupt_after=interrupt_after)
+
+
+def completed(found) -> list[str]:
+    return [t.trial_id for t in found.trials if t.epoch == found.plan.base.epochs]
 
 
 def epoch_results(found, epoch: float) -> list:
@@ -89,6 +96,9 @@ class Trial:
         tasks = ["semeval"] if baseline else ["semeval", "sst2"]
         self.config = {"baseline": baseline, "train": {"primary": "semeval", "tasks": tasks, "sampling.schema": schema}}
 
+    def set_status(self, status):
+        self.status = status
+
 
 def scheduler(cohort: int) -> CohortHalving:
     s = CohortHalving(
@@ -144,9 +154,56 @@ def test_a_rung_waits_for_the_cohort_trials_not_started_yet_and_paused_ones_free
     assert s.resume == {"base"} and limiter.paused == set()
 
 
-def test_a_resumed_study_rebuilds_its_rungs_from_the_trials_tune_restored():
-    """Ray does not save a scheduler: a resumed study's starts empty and sees the trials added again, each
-    with its status and last result; the rungs below are decided, the open one decided again at once."""
+@pytest.mark.parametrize("screen", [0.0, None])  # none; the strategy's screen point
+def test_a_study_interrupted_anywhere_and_resumed_as_ray_does_it_decides_as_if_never_interrupted(screen):
+    """Ray restores the scheduler as created and every unfinished trial PENDING, and starts every PENDING trial:
+    with its state saved in the limiter's, a study of the 43 cells interrupted after any result (every fifth
+    here) and resumed completes the trials the uninterrupted study completes, and ends every trial."""
+    whole = study(screen_fraction=screen)
+    results = sum(e.kind == "result" for e in whole.events)
+    for k in range(1, results, 5):
+        resumed = study(screen_fraction=screen, interrupt_after=k)
+        assert completed(resumed) == completed(whole), k
+        assert {t.status for t in resumed.trials} == {"TERMINATED"}, k
+
+
+def test_without_its_saved_state_a_resumed_study_changes_its_answer(monkeypatch):
+    """What the saved state is for (and that the emulated resume can tell): a scheduler restored empty, left to
+    rebuild its rungs from the trials, completes other trials than the uninterrupted study at some interrupt."""
+    monkeypatch.setattr(SchedulerSavingLimiter, "take_scheduler_state", lambda self: None)
+    whole = completed(study())
+    assert any(completed(study(interrupt_after=k)) != whole for k in range(40, 70, 3))
+
+
+def test_trials_after_the_cohort_resume_too_and_the_cohorts_answer_stands():
+    """Past the cohort the searcher's proposals depend on when trials end, which an interrupt moves; the
+    cohort's decisions do not."""
+    whole = study(trials=60)
+    cohort = {t.trial_id for t in whole.trials[:43]}
+    for k in (20, 50, 80):
+        resumed = study(trials=60, interrupt_after=k)
+        assert len(resumed.trials) == 60 and {t.status for t in resumed.trials} == {"TERMINATED"}
+        assert set(completed(resumed)) & cohort == set(completed(whole)) & cohort
+
+
+def test_a_cohort_trial_reporting_again_at_a_decided_rung_gets_that_decision():
+    """A trial retried after a failure (or resumed from a checkpoint before its rung) reports at a rung again:
+    a promoted one goes on (not paused for a decision already taken), a stopped one stops."""
+    trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c")]
+    controller, s = Controller(trials), scheduler(4)
+    for t in trials:
+        s.on_trial_add(controller, t)
+    for t, value in zip(trials, (0.80, 0.85, 0.70, 0.71)):
+        report(s, controller, t, 1, value)
+    assert s.going_on[1] == {"base", "a"} and "b" in s.ended
+    assert report(s, controller, trials[1], 1, 0.85) == "CONTINUE" and "a" not in s.waiting
+    assert report(s, controller, trials[2], 1, 0.70) == "STOP"
+
+
+def test_a_study_saved_before_its_scheduler_state_rebuilds_its_rungs_from_the_trials_tune_restored():
+    """A study saved before the limiter saved the scheduler's state: a resumed study's starts empty and sees
+    the trials added again, each with its status and last result; the rungs below are decided, the open one
+    decided again at once."""
     trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c", schema="anneal")]
     restored = {"base": ("PENDING", 2, 0.80), "a": ("PAUSED", 2, 0.85), "b": ("TERMINATED", 1, 0.70)}
     restored["c"] = ("PAUSED", 2, 0.79)
@@ -175,7 +232,7 @@ def test_each_familys_leader_goes_on_at_every_epoch_rung_but_the_last():
     assert s.promoted(3.0, ids) == {"base", "a", "b"}
 
 
-def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume():
+def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume_without_a_saved_state():
     trials = [Trial("base", baseline=True), Trial("a"), Trial("b")]
     restored = {"base": ("TERMINATED", 3, 0.80), "a": ("PAUSED", 2, 0.85), "b": ("RUNNING", 3, 0.86)}
     for t in trials:

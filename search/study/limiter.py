@@ -1,0 +1,89 @@
+"""The searcher wrappers ``search.run`` gives Tune: Ray's ``ConcurrencyLimiter`` that also saves the
+scheduler's state with the experiment, and its pause-aware subclass for cohort halving.
+
+Ray 2.60 saves a study's trials and its searcher at every experiment checkpoint
+(``TuneController.save_to_dir``), but not its scheduler: ``Tuner.restore`` brings back the scheduler as it
+was pickled when the study started, empty. A scheduler that decides from the results it recorded (ASHA's
+rungs, the sides' leaders, cohort halving's rung decisions and the trials paused at a rung) would then
+decide again from whatever the restored trials still show. Its state travels in the limiter's saved state
+instead: written in the same call as the trials (one consistent snapshot), given back to the scheduler
+before the first restored trial is added (``TuneController.resume`` restores the searcher first).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from ray.tune.search import ConcurrencyLimiter, Searcher
+
+SCHEDULER_STATE = "scheduler_state"  # the key of the scheduler's state in the limiter's saved state
+
+
+class SchedulerSavingLimiter(ConcurrencyLimiter):
+    """``ConcurrencyLimiter`` whose saved state holds the state of the scheduler linked to it
+    (``scheduler``, set by the scheduler itself when Tune adds a trial: the link is not pickled)."""
+
+    def __init__(self, searcher: Searcher, max_concurrent: int) -> None:
+        super().__init__(searcher, max_concurrent=max_concurrent)
+        self.scheduler: Any = None
+
+    def get_state(self) -> dict:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("searcher", "scheduler", SCHEDULER_STATE)}
+        state = copy.deepcopy(state)
+        scheduler = self.__dict__.get("scheduler")  # absent in a limiter pickled before it saved schedulers
+        if scheduler is not None:
+            state[SCHEDULER_STATE] = copy.deepcopy(scheduler.__dict__)
+        return state
+
+    def set_state(self, state: dict) -> None:
+        self.__dict__.update(state)  # the scheduler's state stays under SCHEDULER_STATE until taken
+
+    def take_scheduler_state(self) -> dict | None:
+        """The scheduler state a resumed study saved, once (None in a new study or once taken)."""
+        return self.__dict__.pop(SCHEDULER_STATE, None)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "scheduler": None}  # tuner.pkl holds the scheduler on its own
+
+
+class PauseAwareLimiter(SchedulerSavingLimiter):
+    """Counts only the live trials that are not paused: a cohort trial waiting at its rung holds no
+    slot (Ray's own limiter would count it and, with every slot's trial paused, never let the rest of
+    the cohort start)."""
+
+    def __init__(self, searcher: Searcher, max_concurrent: int) -> None:
+        super().__init__(searcher, max_concurrent=max_concurrent)
+        self.paused: set[str] = set()
+
+    def suggest(self, trial_id: str) -> dict | None:
+        if len(self.live_trials - self.paused) >= self.max_concurrent:
+            return None
+        suggestion = self.searcher.suggest(trial_id)
+        if suggestion not in (None, Searcher.FINISHED):
+            self.live_trials.add(trial_id)
+            self.num_unfinished_live_trials += 1
+        return suggestion
+
+    def on_pause(self, trial_id: str) -> None:
+        self.paused.add(trial_id)
+
+    def on_unpause(self, trial_id: str) -> None:
+        self.paused.discard(trial_id)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        self.paused.discard(trial_id)
+        super().on_trial_complete(trial_id, result=result, error=error)
+
+
+def adopt_saved_state(scheduler: Any, tune_controller: Any) -> bool:
+    """Link ``scheduler`` to the limiter that saves its state and, in a resumed study, take the saved state
+    back (once: the first trial Tune adds). Whether it took a saved state now."""
+    limiter = getattr(getattr(tune_controller, "search_alg", None), "searcher", None)
+    if not isinstance(limiter, SchedulerSavingLimiter):
+        return False  # a study saved before the limiter saved schedulers, or a test's controller
+    saved = limiter.take_scheduler_state()
+    if saved is not None:
+        scheduler.__dict__.update(saved)
+    limiter.scheduler = scheduler
+    return saved is not None
