@@ -31,13 +31,13 @@ import numpy as np
 
 from search.study.config import SearchConfig
 from search.study.kind import TrainedTrials
-from search.study.plan import plan_offline
+from search.study.plan import cohort_families, plan_offline
 from search.study.strategy import strategy_of
 from spaces import get_study
 from trainables.batching import limit_rows
 from trainables.cli import ArgumentParser, run_main, setup_logging
 from trainables.config import ConfigError
-from trainables.fidelity import SeedSchedule, family_leaders_kept
+from trainables.fidelity import SeedSchedule, halving_survivors
 from trainables.sampling import steps_per_epoch
 from trainables.tasks import DataError, get_task
 
@@ -160,27 +160,16 @@ def halving_seed_epochs(
     seeds: int,
 ) -> float:
     """Expected seed-epochs of a cohort of ``cells`` trials under cohort halving (``search/study/halving.py``),
-    results exchangeable: at the screen point each family keeps its top 1/reduction_factor (about
-    ``cells / rf + families / 2``), at each epoch rung the top 1/rf go on, plus the baseline, and each family's
-    leader at the first epoch rung and every one below the last (about half of them are not in the top
-    already). A trial stopped at a point
+    results exchangeable (:func:`~trainables.fidelity.halving_survivors`). A trial stopped at a point
     trained ``schedule.seed_epochs`` of it (catch-up included; all ``seeds`` throughout without a schedule).
     Checked against simulated studies on the null truth (tests/search/test_estimate.py)."""
 
     def cost(point: float) -> float:
         return schedule.seed_epochs(point) if schedule is not None else point * seeds
 
-    points = ([screen] if screen else []) + list(range(grace, max_t))
-    alive, total = float(cells), 0.0
-    for point in points:
-        if point == screen:
-            going = min(alive, alive / reduction_factor + families / 2)
-        else:
-            leaders = families / 2 if family_leaders_kept(point, grace, max_t) else 0
-            going = min(alive, math.ceil(alive / reduction_factor) + 1 + leaders)
-        total += (alive - going) * cost(point)
-        alive = going
-    return total + alive * cost(max_t)
+    course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t)
+    stopped = sum((alive - going) * cost(point) for point, alive, going in course)
+    return stopped + (course[-1][2] if course else cells) * cost(max_t)
 
 
 def split_sizes(study, base) -> dict[str, dict[str, int]]:
@@ -232,7 +221,7 @@ def estimate(
     grace, factor, schedule = p.rungs.grace_period, p.rungs.reduction_factor, p.schedule
     if strategy_of(p.search).rungs == "halving":  # the cohort: the study's first points, decided together
         cells = len(p.points)
-        families = len({point.get("schema") if point.get("multitask") else "single-task" for point in p.points})
+        families = cohort_families(p.points)
         spent = halving_seed_epochs(cells, families, p.screen, grace, factor, schedule, base.epochs, seeds)
         fraction = spent / (cells * base.epochs * seeds)
     elif schedule is None:

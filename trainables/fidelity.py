@@ -59,6 +59,27 @@ def family_leaders_kept(epoch: float, grace_period: int, max_t: int) -> bool:
     return epoch == grace_period or epoch < max_t - 1
 
 
+def halving_survivors(
+    cells: int, families: int, screen: float | None, grace: int, reduction_factor: float, max_t: int
+) -> list[tuple[float, float, float]]:
+    """Cohort halving's expected course (``search/study/halving.py``), results exchangeable: ``(point, alive,
+    going)`` for each rung, from ``cells`` trials. At the screen point each family keeps its top
+    1/reduction_factor (about ``cells / rf + families / 2``); at each epoch rung the top 1/rf go on, plus the
+    baseline, and each family's leader where :func:`family_leaders_kept` (about half of them are not in the
+    top already)."""
+    points = ([screen] if screen else []) + [float(e) for e in range(grace, max_t)]
+    alive, course = float(cells), []
+    for point in points:
+        if point == screen:
+            going = min(alive, alive / reduction_factor + families / 2)
+        else:
+            leaders = families / 2 if family_leaders_kept(point, grace, max_t) else 0
+            going = min(alive, math.ceil(alive / reduction_factor) + 1 + leaders)
+        course.append((point, alive, going))
+        alive = going
+    return course
+
+
 def asha_rungs(grace_period: int, reduction_factor: float, max_t: int) -> tuple[int, ...]:
     """The epochs at which ASHA (one bracket) decides on a trial, below ``max_t``.
 

@@ -158,6 +158,12 @@ def first_points(search: str, study: Study, base: TrainConfig) -> tuple[dict[str
     return tuple(thesis_grid(study, base) if cells else [baseline_choices(study, base)])
 
 
+def cohort_families(points: tuple[dict[str, Any], ...]) -> int:
+    """How many schema families the first points hold (single-task one of them): cohort halving keeps each
+    family's leader (``search.study.halving``)."""
+    return len({point.get("schema") if point.get("multitask") else "single-task" for point in points})
+
+
 def resolved_search(cfg: SearchConfig, study: Study, base: TrainConfig, preset: Preset) -> tuple[SearchConfig, str]:
     """``cfg`` with ``--search default`` made the strategy it runs (the invocation records that one, so a
     resumed study keeps it), and the line that says why; ``cfg`` as it is where ``--search`` named one."""

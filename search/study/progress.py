@@ -1,6 +1,6 @@
 """A study's own progress on the console: one line per finished trial, with its config and score,
 and a status line a minute: trials done / running / left, seed-epochs spent, an ETA from the
-measured epoch times and ASHA's expected remaining work, and the best completed trial.
+measured epoch times and the scheduler's expected remaining work, and the best completed trial.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outco
 from search.tracking.tracker import error_reason
 from trainables.fidelity import SEED_COUNT, SeedSchedule
 from trainables.trial import TrialConfig
+
+PAUSED = "PAUSED"  # Tune's Trial status string
 
 
 class TrialLines(Callback):
@@ -72,39 +74,49 @@ def score_text(result: dict[str, Any], objective: str) -> str:
 
 @dataclass(frozen=True)
 class Work:
-    """What ASHA still expects a study to train, in seed-epochs (an epoch of one seed): ``seeds`` per
-    trial (K), the last epoch ``max_t``, the rung epochs below it and the reduction factor. Results
-    are taken as exchangeable (a trial passes a rung with odds 1/reduction_factor); the baseline and
+    """What the scheduler still expects a study to train, in seed-epochs (an epoch of one seed): ``seeds`` per
+    trial (K), the last epoch ``max_t``, the rung epochs below it and the odds a trial goes on at each
+    (``passes``; none given: ASHA's 1/reduction_factor). Results are taken as exchangeable; the baseline and
     each side's leader, which ASHA keeps, make the real figure somewhat larger."""
 
     seeds: int
     max_t: int
     rungs: tuple[float, ...] = ()  # a screen point inside the first epoch is one
     reduction_factor: int = 2
+    passes: tuple[float, ...] = ()  # per rung; cohort halving's from its expected course (search.study.tuner)
+    fidelity: Mapping[str, Any] | None = None  # the study's seed schedule, for trials not created yet
+
+    def passing(self, index: int) -> float:
+        passes = self.__dict__.get("passes", ())  # absent in a Work pickled before it
+        return passes[index] if index < len(passes) else 1 / self.reduction_factor
 
     def schedule(self, config: Mapping[str, Any]) -> SeedSchedule:
         """The trial's seeds per epoch (``--first-rung-seeds``; else all K throughout)."""
         trial = TrialConfig.of_tune(config)
-        return SeedSchedule.of(trial.fidelity, trial.baseline, self.seeds)
+        fidelity = trial.fidelity if config else self.__dict__.get("fidelity")  # {}: a trial not created yet
+        return SeedSchedule.of(fidelity, trial.baseline, self.seeds)
 
-    def expected(self, schedule: SeedSchedule, epoch: float = 0) -> float:
-        """Seed-epochs a trial that reported ``epoch`` and still runs is expected to train in all."""
+    def expected(self, schedule: SeedSchedule, epoch: float = 0, decided: bool = True) -> float:
+        """Seed-epochs a trial that reported ``epoch`` and still runs is expected to train in all; ``decided``:
+        whether it went on past a rung at ``epoch`` (False: paused there until the rung's decision)."""
         total, alive = 0.0, 1.0
-        for rung in (r for r in self.rungs if r > epoch):  # the rungs still ahead of it
-            total += alive * (1 - 1 / self.reduction_factor) * schedule.seed_epochs(rung)  # stopped there
-            alive /= self.reduction_factor
+        for index, rung in enumerate(self.rungs):
+            if rung > epoch or (rung == epoch and not decided):  # a decision still ahead of it
+                total += alive * (1 - self.passing(index)) * schedule.seed_epochs(rung)  # stopped there
+                alive *= self.passing(index)
         return total + alive * schedule.seed_epochs(self.max_t)
 
 
 def work_text(trials: Sequence[Any], running: Sequence[Any], left: int, work: Work) -> str:
-    """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time)``."""
+    """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time)``. A paused trial (at a
+    cohort halving rung) still waits for its rung's decision."""
     spent, seconds, to_go = 0.0, 0.0, 0.0
     for t in trials:
         result, schedule = t.last_result or {}, work.schedule(t.config)
         done = schedule.seed_epochs(float(result.get("epoch", 0)))
         spent, seconds = spent + done, seconds + float(result.get("time_total_s", 0.0))
-        if t in running:
-            to_go += work.expected(schedule, float(result.get("epoch", 0))) - done
+        if t in running or t.status == PAUSED:
+            to_go += work.expected(schedule, float(result.get("epoch", 0)), decided=t.status != PAUSED) - done
     to_go += left * work.expected(work.schedule({}))
     text = f"{spent:g} seed-epochs spent, ~{to_go:.0f} to go"
     if not spent or not seconds:
@@ -169,9 +181,10 @@ def status_line(
     22 seed-epochs spent, ~2 to go: ETA 50 s (25.0 s per seed-epoch, 1 at a time) | best completed: t00
     baseline objective=0.6296 ± 0.0020``."""
     running = [t for t in trials if t.status == "RUNNING"]
+    paused = sum(t.status == PAUSED for t in trials)  # at a cohort halving rung, or promoted and waiting for a slot
     outcomes = [(t, outcome(t, max_epochs)) for t in trials if t.status in TUNE_ENDED]
     counts = Counter(status for _, status in outcomes)
-    left = max(0, (total or len(trials)) - len(running) - len(outcomes))
+    left = max(0, (total or len(trials)) - len(running) - paused - len(outcomes))
     doing = ", ".join(
         f"{tag(t)[1:-1]} epoch {float((t.last_result or {}).get('epoch', 0)):g}/{max_epochs}" for t in running
     )
@@ -180,6 +193,7 @@ def status_line(
         f"[study {minutes:02d}:{seconds:02d}] trials: {len(outcomes)} done ({counts[COMPLETED]} completed, "
         f"{counts[PRUNED]} pruned, {counts[FAILED]} failed), {len(running)} running"
         + (f" ({doing})" if doing else "")
+        + (f", {paused} paused" if paused else "")
         + f", {left} left"
     )
     if work is not None:

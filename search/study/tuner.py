@@ -21,7 +21,7 @@ from search.study.halving import CohortHalving, limiter_of
 from search.study.kind import TrialData
 from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name
-from search.study.plan import StudyPlan
+from search.study.plan import StudyPlan, cohort_families
 from search.study.prepare import ready
 from search.study.progress import StudyStatus, TrialLines, Work
 from search.study.scheduler import ContenderKeepingASHA, FamilyASHA
@@ -35,7 +35,7 @@ from search.tracking.spool import Spool
 from search.tracking.tracker import MLflowTracker
 from spaces.canonical import baseline_moves
 from trainables.config import ConfigError
-from trainables.fidelity import asha_rungs
+from trainables.fidelity import asha_rungs, halving_survivors
 from trainables.trial import TrialConfig
 
 logger = logging.getLogger(__name__)
@@ -214,11 +214,19 @@ def param_space_of(plan: StudyPlan) -> dict[str, Any]:
 
 
 def work_of(plan: StudyPlan) -> Work:
-    """ASHA's rungs, for the status line's expected remaining work."""
-    r = plan.rungs
+    """The scheduler's rungs and odds of going on at each, for the status line's expected remaining work:
+    ASHA's; under cohort halving every epoch from the grace period below the last (and the screen), the odds
+    from the cohort's expected course (each family's leader kept), for every trial alike."""
+    r, fidelity = plan.rungs, None if plan.schedule is None else plan.schedule.to_dict()
     screen = (plan.screen,) if plan.screen else ()
-    rungs = screen + asha_rungs(r.grace_period, r.reduction_factor, r.max_t)
-    return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor)
+    if strategy_of(plan.search).rungs != "halving":
+        rungs = screen + asha_rungs(r.grace_period, r.reduction_factor, r.max_t)
+        return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor, fidelity=fidelity)
+    families = cohort_families(plan.points)
+    course = halving_survivors(len(plan.points), families, plan.screen, r.grace_period, r.reduction_factor, r.max_t)
+    rungs = tuple(point for point, _, _ in course)
+    passes = tuple(going / alive if alive else 0.0 for _, alive, going in course)
+    return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor, passes, fidelity)
 
 
 def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:

@@ -1,0 +1,50 @@
+"""The status line's expected remaining work under cohort halving (the default search): every epoch a rung,
+each family's leader kept, the finalists alone on every seed, trials paused at a rung until its decision."""
+
+import re
+from types import SimpleNamespace
+
+from search.simulation import backend
+from search.simulation.study import simulate
+from search.simulation.truth import load_truth, resolve_truth
+from search.study.config import SearchConfig
+from search.study.progress import Work, status_line, work_text
+from search.study.tuner import work_of
+
+OBJECTIVE = "semeval/dev/acc_4way/mean"
+
+
+def test_the_expected_total_of_a_halving_study_stays_near_what_it_trains(monkeypatch):
+    """Spent + to go, read off the trials as the status line does at every tenth result of a simulated study of
+    the 43 cells, stays within a quarter of the seed-epochs the study trains in the end (it read twice that
+    while paused trials and the finalists' seed schedule were not counted)."""
+    seen = []
+    report = backend.Backend.report
+
+    def recorded(self, trial, epoch, seeds, cost):
+        report(self, trial, epoch, seeds, cost)
+        seen.append(
+            [SimpleNamespace(status=t.status, config=t.config, last_result=dict(t.last_result)) for t in self._all]
+        )
+
+    monkeypatch.setattr(backend.Backend, "report", recorded)
+    path = resolve_truth("late_bloomer")
+    found = simulate(SearchConfig("absa", preset="full", simulate=path, search="cells-halving"), load_truth(path))
+    work = work_of(found.plan)
+    assert work.rungs == (found.plan.screen, 1.0, 2.0, 3.0)
+    for trials in seen[::10]:
+        running = [t for t in trials if t.status == "RUNNING"]
+        text = work_text(trials, running, found.plan.trials - len(trials), work)
+        spent, to_go = map(float, re.search(r"([\d.]+) seed-epochs spent, ~(\d+) to go", text).groups())
+        assert abs(spent + to_go - found.seed_epochs) <= 0.25 * found.seed_epochs, (text, found.seed_epochs)
+
+
+def test_a_paused_trial_is_neither_running_nor_left_and_its_rung_is_still_ahead():
+    config = {"train": {"primary": "semeval", "tasks": ["semeval", "sst2"]}, "number": 1}
+    paused = SimpleNamespace(status="PAUSED", config=config, last_result={"epoch": 1, "time_total_s": 10.0})
+    work = Work(seeds=1, max_t=2, rungs=(1,), reduction_factor=2)
+    line = status_line([paused], OBJECTIVE, 2, "max", 30, total=2, work=work)
+    # paused at rung 1 (1 spent): half go on to epoch 2 (+1): 0.5 to go; the trial left: 1 + 0.5
+    assert "0 running, 1 paused, 1 left | 1 seed-epochs spent, ~2 to go" in line
+    assert work.expected(work.schedule(config), 1, decided=False) == 1.5
+    assert work.expected(work.schedule(config), 1) == 2.0
