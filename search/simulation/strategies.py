@@ -166,6 +166,9 @@ FAMILIES.update(
         # the default given about the grid's compute, by each knob a user has: more seeds, a gentler reduction,
         # more trials (TPE past the cells)
         "default-rf2": [Strategy("default", SearchConfig.search, 3, reduction_factor=2)],
+        # issue 28, goal 1 (<= 30% of the grid): the default at reduction factor 4 (ASHA's own default) at 1-3 seeds,
+        # written before it was measured: fewer trials past each rung, fewer finalists on every seed
+        "default-rf4": [Strategy("default", SearchConfig.search, k, reduction_factor=4) for k in (1, 2, 3)],
         "default-more": [
             Strategy("default", SearchConfig.search, 5),
             Strategy("default", SearchConfig.search, 3, reduction_factor=2),
