@@ -91,18 +91,31 @@ class CohortHalving(ContenderKeepingASHA):
             self.baselines.add(trial.trial_id)
         if len(self.members) < self.cohort and trial.trial_id not in self.members:
             self.members.append(trial.trial_id)
-        if known and self.__dict__.get("state_restored"):
+        if known and self.__dict__.get("requeueing"):
             self.requeued(trial)
+        elif known:
+            self.retried(trial)
         elif trial.last_result and trial.trial_id in self.members:
             self.restored(tune_controller, trial)
+
+    def state_taken_back(self) -> None:
+        self.requeueing = True  # the trials Tune adds until its first step are the restored ones
+
+    def retried(self, trial) -> None:
+        """A trial Tune retries after a failure (``TuneController._requeue_trial``: ``on_trial_error``, then
+        added again, filed PENDING): live again, it goes on from its last checkpoint and reports at its rung
+        again (:meth:`on_trial_result` answers a decided rung with its decision)."""
+        if trial.status not in ("TERMINATED", "ERROR"):
+            self.ended.discard(trial.trial_id)
+            self.doomed.discard(trial.trial_id)
 
     def requeued(self, trial) -> None:
         """A trial Tune restored in a study resumed with its saved state (:mod:`search.study.limiter`). Ray
         re-adds every unfinished trial PENDING and starts every PENDING trial whatever the scheduler says
         (``TuneController._requeue_restored_trials``, ``_maybe_add_actors``): one the state holds paused (at
         a rung until its decision, promoted until a slot is free, or stopped and not yet stopped by Tune) is
-        marked PAUSED again here, before Tune files the trial by its status. The others ran: they go on from
-        their last checkpoint."""
+        marked PAUSED again here, before Tune files the trial by its status (``add_trial``; a retried trial,
+        filed already, goes through :meth:`retried`). The others ran: they go on from their last checkpoint."""
         trial_id = trial.trial_id
         if trial.status in ("TERMINATED", "ERROR"):
             if trial_id in self.members and trial_id not in self.ended:  # ended as the state was saved
@@ -313,6 +326,7 @@ class CohortHalving(ContenderKeepingASHA):
     def choose_trial_to_run(self, tune_controller) -> Any:
         """Promoted paused trials first (the screen's survivors) while fewer than ``slots`` run, then new ones
         (the limiter bounds how many exist); never one waiting for its rung's decision."""
+        self.__dict__.pop("requeueing", None)  # Tune's first step: every restored trial is added
         if self.__dict__.pop("restoring", False):  # a resumed study's trials are all added: decide what waits
             self.decide_ready(tune_controller)
         self.stop_doomed(tune_controller)

@@ -71,8 +71,12 @@ class ContenderKeepingASHA(ASHAScheduler):
 
     def on_trial_add(self, tune_controller, trial) -> None:
         if adopt_saved_state(self, tune_controller):
-            self.state_restored = True  # a resumed study: what it had decided before the interrupt
+            self.state_taken_back()
         super().on_trial_add(tune_controller, trial)
+
+    def state_taken_back(self) -> None:
+        """A resumed study's scheduler has just taken back what it had decided before the interrupt; Tune
+        adds the restored trials next, before its first step."""
 
     def paired(self, trial, result: dict) -> dict:
         """``result`` with the objective over the seeds the schedule has at its epoch, where it holds

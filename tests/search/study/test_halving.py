@@ -200,6 +200,31 @@ def test_a_cohort_trial_reporting_again_at_a_decided_rung_gets_that_decision():
     assert report(s, controller, trials[2], 1, 0.70) == "STOP"
 
 
+def test_a_cohort_trial_retried_after_a_failure_is_live_again_in_a_new_and_in_a_resumed_study():
+    """Tune retries a failed trial (max_failures) with ``on_trial_error`` then ``on_trial_add``, the trial filed
+    PENDING already: it is not stopped as ended at its next rung (the baseline least of all), and in a resumed
+    study it is not taken for a restored trial (marked PAUSED behind Tune's back)."""
+    for resumed in (False, True):
+        trials = [Trial("base", baseline=True), Trial("a"), Trial("b")]
+        controller, s = Controller(trials), scheduler(3)
+        for t in trials:
+            s.on_trial_add(controller, t)
+        actions = [report(s, controller, t, 1, value) for t, value in zip(trials, (0.80, 0.85, 0.70))]
+        assert actions == ["PAUSE", "PAUSE", "STOP"] and s.going_on[1] == {"base", "a"}
+        if resumed:  # the saved state taken back, the restored trials added, Tune's first step
+            s.state_taken_back()
+            s.choose_trial_to_run(controller)
+        for t in trials[:2]:
+            t.status = "ERROR"
+            s.on_trial_error(controller, t)
+            t.status = "PENDING"  # _requeue_trial files it before on_trial_add
+            s.on_trial_add(controller, t)
+            assert t.status == "PENDING" and t.trial_id not in s.ended
+        assert report(s, controller, trials[0], 2, 0.81) == "PAUSE"  # waits for a at rung 2: not stopped
+        assert report(s, controller, trials[1], 2, 0.86) == "CONTINUE"
+        assert s.going_on[2] == {"base", "a"} and "b" in s.ended and controller.stopped == []
+
+
 def test_a_study_saved_before_its_scheduler_state_rebuilds_its_rungs_from_the_trials_tune_restored():
     """A study saved before the limiter saved the scheduler's state: a resumed study's starts empty and sees
     the trials added again, each with its status and last result; the rungs below are decided, the open one
