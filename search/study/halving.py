@@ -121,8 +121,7 @@ class CohortHalving(ContenderKeepingASHA):
             if trial_id in self.members and trial_id not in self.ended:  # ended as the state was saved
                 self.ended.add(trial_id)
                 self.waiting.discard(trial_id)
-                self.resume.discard(trial_id)
-                self.restoring = True  # a rung may have waited for it: decided before the next start
+                self.resume.discard(trial_id)  # a rung that waited for it is decided at Tune's first step
             return
         if trial_id in self.members and trial_id in self.ended:
             self.doomed.add(trial_id)  # stopped by a decision, not yet by Tune
@@ -326,9 +325,8 @@ class CohortHalving(ContenderKeepingASHA):
     def choose_trial_to_run(self, tune_controller) -> Any:
         """Promoted paused trials first (the screen's survivors) while fewer than ``slots`` run, then new ones
         (the limiter bounds how many exist); never one waiting for its rung's decision."""
-        self.__dict__.pop("requeueing", None)  # Tune's first step: every restored trial is added
-        if self.__dict__.pop("restoring", False):  # a resumed study's trials are all added: decide what waits
-            self.decide_ready(tune_controller)
+        if self.__dict__.pop("requeueing", False):  # Tune's first step: every restored trial is added
+            self.decide_ready(tune_controller)  # a rung that waited for a trial ended as the state was saved
         self.stop_doomed(tune_controller)
         trials = tune_controller.get_trials()
         running = sum(t.status == "RUNNING" for t in trials)
