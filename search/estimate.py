@@ -169,7 +169,9 @@ def halving_seed_epochs(
 
     course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t)
     stopped = sum((alive - going) * cost(point) for point, alive, going in course)
-    return stopped + (course[-1][2] if course else cells) * cost(max_t)
+    # the baseline is always a finalist: every seed, or the first rung's under a schedule that says so
+    baseline = SeedSchedule.of(schedule.to_dict(), True, seeds) if schedule is not None else SeedSchedule.full(seeds)
+    return stopped + ((course[-1][2] if course else cells) - 1) * cost(max_t) + baseline.seed_epochs(max_t)
 
 
 def split_sizes(study, base) -> dict[str, dict[str, int]]:

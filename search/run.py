@@ -58,15 +58,19 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         help="trials in all; with --resume, extends a study to N (default: the preset's; cells-halving: its cells)",
     )
     g.add_argument(
-        "--seeds", type=int, metavar="K", help="seeds per trial, the same for every config (default: preset's)"
+        "--seeds",
+        type=int,
+        metavar="K",
+        help="seeds per trial, the same for every config (default: the preset's, else the strategy's: 2 under "
+        "cells-halving, else 3)",
     )
     g.add_argument(
         "--first-rung-seeds",
         type=int,
         metavar="N",
         help="seeds as a fidelity: trials train N of the K seeds up to ASHA's first rung, times the reduction "
-        "factor per rung passed, all K past the last; the baseline always all K (default: the preset's, else the "
-        "strategy's: 1 under cells-halving, else all K throughout)",
+        "factor per rung passed, all K past the last; the baseline all K, or N under cells-halving (finalize "
+        "compares it on fresh seeds) (default: the preset's, else the strategy's: 1 under cells-halving, else all K)",
     )
     g.add_argument("--metric", help="objective: a metric of the primary task's dev split (default: the study's)")
     g.add_argument("--mode", choices=("max", "min"), help="(default: the study's)")

@@ -48,7 +48,7 @@ class Range:
 class Preset:
     """Scale of a study run: data limits, sequence length, epochs, encoder.
 
-    The defaults are the thesis's scale (all data, 4 epochs, 3 seeds), for GPUs.
+    The defaults are the thesis's scale (all data, 4 epochs), for GPUs, with the search strategy's seeds.
     """
 
     epochs: int = 4
@@ -58,7 +58,7 @@ class Preset:
     max_seq_length: int = 128
     model: str = DEFAULT_MODEL
     trials: int = 64
-    seeds: tuple[int, ...] = (1, 2, 3)
+    seeds: tuple[int, ...] | None = None  # None: the search strategy's, else 1-3 (search.study.config.seeds_of)
     batch_size: int = 24
     grace_period: int = 1  # ASHA: epochs every trial gets before it can be stopped
     reduction_factor: int | None = None  # None: the search strategy's, else 2 (ASHA's halving)
@@ -92,7 +92,7 @@ class Preset:
         for key, (value, floor) in at_least.items():
             if value is not None and value < floor:
                 raise ConfigError(f"{key} {value}: expected >= {floor}")
-        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+        if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
             raise ConfigError(f"seeds {list(self.seeds)}: expected distinct seeds, at least one")
         if not self.model:
             raise ConfigError("model: expected an encoder name or path")
@@ -102,8 +102,11 @@ class Preset:
             raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
         if self.lr_range is not None:
             self.lr_range.check("lr_range", 0.0, 1.0)
-        if self.first_rung_seeds is not None and not 1 <= self.first_rung_seeds <= len(self.seeds):
-            raise ConfigError(f"first_rung_seeds {self.first_rung_seeds}: expected 1 to {len(self.seeds)} (the seeds)")
+        if self.first_rung_seeds is not None:
+            most = len(self.seeds) if self.seeds is not None else self.first_rung_seeds  # else checked once planned
+            if not 1 <= self.first_rung_seeds <= most:
+                bound = f"1 to {most} (the seeds)" if self.seeds is not None else ">= 1"
+                raise ConfigError(f"first_rung_seeds {self.first_rung_seeds}: expected {bound}")
 
 
 # Where a study file says nothing about a preset of these names (it may name others too).

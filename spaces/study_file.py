@@ -335,6 +335,12 @@ def get_study(spec: str) -> Study:
     )
 
 
+def seeds_text(seeds: tuple[int, ...] | None) -> str:
+    if seeds is None:
+        return "the search strategy's seeds"
+    return f"{len(seeds)} {'seed' if len(seeds) == 1 else 'seeds'}"
+
+
 def listing(studies: Mapping[str, Study]) -> str:
     """What ``python -m search.run --list`` prints: each study's tasks, objective and presets."""
     lines = []
@@ -346,8 +352,7 @@ def listing(studies: Mapping[str, Study]) -> str:
             f"  metric      {study.metric} ({study.mode})",
             "  presets     "
             + "; ".join(
-                f"{name}: {p.model}, {p.epochs} epochs, {p.trials} trials, "
-                f"{len(p.seeds)} {'seed' if len(p.seeds) == 1 else 'seeds'}"
+                f"{name}: {p.model}, {p.epochs} epochs, {p.trials} trials, {seeds_text(p.seeds)}"
                 + (f", primary {p.primary}" if p.primary else "")
                 for name, p in study.presets.items()
             ),

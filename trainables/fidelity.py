@@ -5,7 +5,8 @@ past the rung's epoch: it was promoted) multiplies its seeds by ``growth`` (ASHA
 factor, so each rung costs about what the one below did: a rung keeps 1/growth of the trials),
 and past the last rung below the final epoch it trains all K, so every finalist is ranked at full
 fidelity. Seeds are a prefix of the seed list: every trial shares its first seeds with the
-baseline (which trains all K from the start), so a rung compares means over the same seeds.
+baseline (which trains them from the start: all K, or the first rung's seeds where
+only the finalists train every seed), so a rung compares means over the same seeds.
 
 An added seed first catches up, training the epochs it missed without reporting, so every
 reported epoch is a mean over seeds at that same epoch. A trial that reached epoch ``e``
@@ -63,21 +64,36 @@ def halving_survivors(
     cells: int, families: int, screen: float | None, grace: int, reduction_factor: float, max_t: int
 ) -> list[tuple[float, float, float]]:
     """Cohort halving's expected course (``search/study/halving.py``), results exchangeable: ``(point, alive,
-    going)`` for each rung, from ``cells`` trials. At the screen point each family keeps its top
-    1/reduction_factor (about ``cells / rf + families / 2``); at each epoch rung the top 1/rf go on, plus the
-    baseline, and each family's leader where :func:`family_leaders_kept` (about half of them are not in the
-    top already)."""
+    going)`` for each rung, from ``cells`` trials in ``families`` families, one of them the baseline alone (the
+    grid's single-task cell) and the rest of equal size. At the screen point each schema family keeps its top
+    ceil(size / reduction_factor) and the baseline goes on; at each epoch rung the top ceil(alive / rf) go on,
+    the baseline (taken as not among them: the others passed every rung on their luck, it passed none), and where
+    :func:`family_leaders_kept` each schema family's leader where none of its members is (:func:`none_among_top`)."""
     points = ([screen] if screen else []) + [float(e) for e in range(grace, max_t)]
+    schema_families = max(families - 1, 1)
     alive, course = float(cells), []
     for point in points:
+        size = max(alive - 1, 0.0) / schema_families  # the baseline is a family of its own
         if point == screen:
-            going = min(alive, alive / reduction_factor + families / 2)
+            going = schema_families * math.ceil(size / reduction_factor) + 1
         else:
-            leaders = families / 2 if family_leaders_kept(point, grace, max_t) else 0
-            going = min(alive, math.ceil(alive / reduction_factor) + 1 + leaders)
+            top = math.ceil(alive / reduction_factor)
+            going = top + 1  # the baseline: the one trial never selected on its luck, so rarely among the top
+            if family_leaders_kept(point, grace, max_t):
+                going += schema_families * none_among_top(alive - 1, size, top)
+        going = min(alive, going)
         course.append((point, alive, going))
         alive = going
     return course
+
+
+def none_among_top(n: float, members: float, top: int) -> float:
+    """The chance that none of a group's ``members`` is among the ``top`` of ``n`` exchangeable results
+    (hypergeometric; sizes may be expected values, not integers)."""
+    chance = 1.0
+    for i in range(top):
+        chance *= max(0.0, (n - members - i) / (n - i)) if n - i > 0 else 0.0
+    return chance
 
 
 def asha_rungs(grace_period: int, reduction_factor: float, max_t: int) -> tuple[int, ...]:
@@ -101,6 +117,9 @@ class SeedSchedule:
     first: int  # seeds up to and including the first rung's epoch
     rungs: tuple[int, ...] = ()  # ASHA's rung epochs below the last epoch, ascending
     growth: int = 2  # seed factor per rung passed
+    # the baseline trains the first rung's seeds throughout (else all K): where only the finalists train every
+    # seed, the baseline is the bar at the rungs, on those seeds, and finalize compares it on fresh seeds
+    baseline_first: bool = False
 
     def __post_init__(self) -> None:
         if self.seeds < 1:
@@ -131,7 +150,8 @@ class SeedSchedule:
         return epoch * self.at(epoch) if epoch > 0 else 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"first": self.first, "rungs": list(self.rungs), "growth": self.growth}
+        out = {"first": self.first, "rungs": list(self.rungs), "growth": self.growth}
+        return {**out, "baseline": "first"} if self.baseline_first else out  # absent: every seed (as before it)
 
     @classmethod
     def of_trial(cls, config: Mapping[str, Any], seeds: int) -> SeedSchedule:
@@ -140,11 +160,20 @@ class SeedSchedule:
 
     @classmethod
     def of(cls, spec: Mapping[str, Any] | None, baseline: bool, seeds: int) -> SeedSchedule:
-        """A trial's schedule from the study's (:meth:`to_dict`): the full one for the baseline (it is
-        never stopped and sets every rung's bar) and where the study has no schedule."""
-        if not spec or baseline:
+        """A trial's schedule from the study's (:meth:`to_dict`): the full one where the study has none, and
+        for the baseline (it is never stopped and sets every rung's bar), whose full schedule is the first
+        rung's seeds where the study says so (``baseline_first``)."""
+        if not spec:
             return cls.full(seeds)
-        return cls(seeds=seeds, first=int(spec["first"]), rungs=tuple(spec["rungs"]), growth=int(spec["growth"]))
+        if baseline:
+            return cls.full(int(spec["first"]) if spec.get("baseline") == "first" else seeds)
+        return cls(
+            seeds=seeds,
+            first=int(spec["first"]),
+            rungs=tuple(spec["rungs"]),
+            growth=int(spec["growth"]),
+            baseline_first=spec.get("baseline") == "first",
+        )
 
 
 def prefix_mean(result: Mapping[str, Any], objective: str, seeds: Sequence[int]) -> float | None:

@@ -138,9 +138,18 @@ def objective_of(cfg: SearchConfig, study: Study) -> str:
     return f"{study.primary_name}/dev/{cfg.metric}/mean"
 
 
+DEFAULT_SEEDS = 3  # a trial's seeds where neither a flag, the preset nor the search strategy says
+
+
 def seeds_of(cfg: SearchConfig, preset: Preset) -> tuple[int, ...]:
-    """The seeds every trial trains: 1..--seeds, else the preset's."""
-    return tuple(preset.seeds) if cfg.seeds is None else tuple(range(1, cfg.seeds + 1))
+    """The seeds every trial trains: 1..--seeds, else the preset's, else 1..the search strategy's, else 1..3 (as
+    ``reduction_factor_of`` reads the reduction factor)."""
+    if cfg.seeds is not None:
+        return tuple(range(1, cfg.seeds + 1))
+    if preset.seeds is not None:
+        return tuple(preset.seeds)
+    own = STRATEGIES[cfg.search].seeds if cfg.search in STRATEGIES else None  # "default": not chosen yet
+    return tuple(range(1, (own or DEFAULT_SEEDS) + 1))
 
 
 def first_rung_of(cfg: SearchConfig, preset: Preset | None) -> int | None:

@@ -316,9 +316,10 @@ def plan_offline(cfg: SearchConfig, kind: TrialKind) -> StudyPlan:
 def seed_schedule(cfg: SearchConfig, seeds: int, first: int, rungs: Rungs) -> SeedSchedule:
     """Seeds as a fidelity: ``first`` seeds to the first rung, times the reduction factor per rung passed, all
     K past the last; under a strategy whose finalists alone train every seed, ``first`` up to the last epoch
-    below ``max_t`` (the last halving rung) and all K past it."""
+    below ``max_t`` (the last halving rung) and all K past it, and the baseline ``first`` throughout (finalize
+    compares it with the winner on fresh seeds; more seeds here would decide nothing)."""
     if strategy_of(cfg.search).finalist_seeds and rungs.max_t > 1:
-        return SeedSchedule(seeds, first, (rungs.max_t - 1,), rungs.reduction_factor)
+        return SeedSchedule(seeds, first, (rungs.max_t - 1,), rungs.reduction_factor, baseline_first=True)
     return SeedSchedule(seeds, first, rungs_epochs(rungs), rungs.reduction_factor)
 
 

@@ -22,8 +22,8 @@ class SearchStrategy:
     """``first``: the points tried first (``cells``: the thesis grid's 43, baseline first, as a screen);
     ``sampler``: what proposes every later point (``tpe-mv``: multivariate TPE, ``group`` and
     ``constant_liar``); ``rungs``: how ASHA compares trials; ``only_first``: the study is its first
-    points and nothing else (the grid: trials = the number of cells). ``reduction_factor`` and
-    ``first_rung_seeds``: the strategy's own, where neither a flag nor the preset sets them;
+    points and nothing else (the grid: trials = the number of cells). ``reduction_factor``,
+    ``first_rung_seeds`` and ``seeds`` (K): the strategy's own, where neither a flag nor the preset sets them;
     ``cells_budget``: without ``--trials``, as many trials as first points."""
 
     name: str
@@ -35,8 +35,10 @@ class SearchStrategy:
     first_rung_seeds: int | None = None
     cells_budget: bool = False  # without --trials the study is its first points (not the preset's count)
     screen: float | None = None  # the first rung after this fraction of the first epoch (halving rungs only)
-    # with a seed schedule: the first rung's seeds until the last rung, all K past it (the finalists alone)
+    # with a seed schedule: the first rung's seeds until the last rung, all K past it (the finalists alone), and
+    # the baseline the first rung's throughout (search.study.plan.seed_schedule)
     finalist_seeds: bool = False
+    seeds: int | None = None  # K, where neither --seeds nor the preset says (None: search.study.config's 3)
 
     def __post_init__(self) -> None:
         if self.screen is not None and self.rungs != "halving":
@@ -69,11 +71,11 @@ STRATEGIES: dict[str, SearchStrategy] = {
         SearchStrategy("cells", first="cells", sampler="tpe-mv"),  # screen every cell, then multivariate TPE
         SearchStrategy("cells-family", first="cells", sampler="tpe-mv", rungs="family"),  # and stratified rungs
         # every cell, compared within its schema family at a screen point inside the first epoch (a quarter in, or the
-        # end of the lr warm-up where later: search.study.config.screen_of), then halved
-        # synchronously at every epoch (each family's leader kept but at the last), one seed until the last rung and
-        # every seed for the finalists past it (reduction 3); without --trials the study is its cells
-        # (docs/search-strategies.md: the measured default of issue 28)
-        replace(HALVING_EPOCHS, name="cells-halving", screen=0.25, finalist_seeds=True),
+        # end of the lr warm-up where later: search.study.config.screen_of), then a quarter kept at every epoch
+        # (each family's leader too but at the last), one seed until the last rung and both of K = 2 for the
+        # finalists past it, the baseline on one; without --trials the study is its cells
+        # (docs/search-strategies.md: the measured default of issue 28, at 29% of the thesis grid's compute)
+        replace(HALVING_EPOCHS, name="cells-halving", screen=0.25, finalist_seeds=True, reduction_factor=4, seeds=2),
         # the same without the screen point and with seeds growing at ASHA's rungs (the default of 2026-11-25)
         HALVING_EPOCHS,
     )
@@ -81,7 +83,8 @@ STRATEGIES: dict[str, SearchStrategy] = {
 
 
 # What ``--search`` is when not given: the cell screen halved synchronously where the trial budget holds every
-# cell (docs/search-strategies.md: at 47% of the thesis grid's compute, 3 seeds, it selects better on every truth);
+# cell (docs/search-strategies.md: at 29% of the thesis grid's compute it selects within 1 pp of the true best at
+# least as often as the grid on every truth; with --seeds 3 --reduction-factor 3, 42%, better by >= 2 SE);
 # below that budget a screen cannot finish, and TPE from the baseline searches the whole space instead.
 DEFAULT, SCREEN, FALLBACK = "default", "cells-halving", "tpe"
 

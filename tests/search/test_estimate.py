@@ -80,10 +80,13 @@ def test_plan_gives_the_final_seeds_a_gain_needs_from_a_spread():
     assert recorded_spread(metrics, "acc_4way") == {"tuned": 0.02, "ablation": 0.012}
 
 
-@pytest.mark.parametrize("flags", [{}, {"seeds": 1}, {"screen_fraction": 0, "reduction_factor": 4}])
+@pytest.mark.parametrize(
+    "flags", [{}, {"seeds": 1}, {"screen_fraction": 0, "reduction_factor": 4}, {"seeds": 3, "reduction_factor": 3}]
+)
 def test_the_halving_estimate_is_what_simulated_studies_on_the_null_truth_train(flags):
     """The estimate's cohort model (exchangeable results) against the simulator's count on the null truth, where
-    every config is equally good: within 15% of the mean over 5 studies."""
+    every config is equally good: within 5% of the mean over 5 studies (the model that kept half the families'
+    leaders at every rung was 17% high at reduction 4)."""
     from dataclasses import replace
 
     from search.estimate import halving_seed_epochs
@@ -106,4 +109,4 @@ def test_the_halving_estimate_is_what_simulated_studies_on_the_null_truth_train(
         len(plan.seeds),
     )
     measured = sum(s.seed_epochs for s in spent) / len(spent)
-    assert estimate == pytest.approx(measured, rel=0.15), (estimate, measured)
+    assert estimate == pytest.approx(measured, rel=0.05), (estimate, measured)

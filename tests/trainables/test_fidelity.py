@@ -37,6 +37,17 @@ def test_the_baseline_and_a_study_without_the_option_train_every_seed():
     assert SeedSchedule.of_trial({}, 3) == SeedSchedule.full(3)
 
 
+def test_where_only_the_finalists_train_every_seed_the_baseline_trains_the_first_seeds_throughout():
+    finalists = SeedSchedule(seeds=2, first=1, rungs=(3,), growth=4, baseline_first=True)
+    spec = finalists.to_dict()
+    assert spec["baseline"] == "first"
+    assert [SeedSchedule.of_trial({"fidelity": spec}, 2).at(e) for e in (0.4, 1, 3, 4)] == [1, 1, 1, 2]
+    baseline = SeedSchedule.of_trial({"fidelity": spec, "baseline": True}, 2)
+    assert [baseline.at(e) for e in (0.4, 1, 3, 4)] == [1, 1, 1, 1] and baseline.seed_epochs(4) == 4
+    before = {k: v for k, v in spec.items() if k != "baseline"}  # a study started before the key: every seed
+    assert SeedSchedule.of_trial({"fidelity": before, "baseline": True}, 2).at(4) == 2
+
+
 @pytest.mark.parametrize(
     "kw",
     [

@@ -271,8 +271,8 @@ def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume_wit
 
 def test_the_screen_compares_every_cell_inside_the_first_epoch_within_its_family():
     """With a screen point at half the first epoch: every cell reports there before any goes on; each family
-    keeps its own top third (a slow-starting family is never ranked against a fast one there); a cell stopped
-    there cost half a seed-epoch, and is pruned in Optuna."""
+    keeps its own top 1/reduction_factor (a slow-starting family is never ranked against a fast one there); a
+    cell stopped there cost half a seed-epoch, and is pruned in Optuna."""
     found = study(screen_fraction=0.5)
     screened = epoch_results(found, 0.5)
     assert len(screened) == 43
@@ -282,10 +282,27 @@ def test_the_screen_compares_every_cell_inside_the_first_epoch_within_its_family
         families.setdefault(family_of(t.config), []).append(t)
     for family, members in families.items():
         on = [t for t in members if t.epoch > 0.5]
-        ceiling = -(-len(members) // 3) + (family == "single-task")  # the baseline goes on beside its family's
+        rf = found.plan.rungs.reduction_factor
+        ceiling = -(-len(members) // rf) + (family == "single-task")  # the baseline goes on beside its family's
         assert 1 <= len(on) <= ceiling + 1, family  # + the side's leader, where it is not among them
     stopped = [t for t in found.trials if t.epoch == 0.5]
     assert stopped and all(t.seed_epochs == 0.5 for t in stopped)
     by_number = {t.number: t for t in found.searcher._ot_study.trials}
     assert {by_number[t.number].state for t in stopped} == {optuna.trial.TrialState.PRUNED}
     assert found.seed_epochs < study(screen_fraction=0).seed_epochs  # cheaper than a first rung at epoch 1
+
+
+def test_under_the_default_the_finalists_train_both_seeds_and_the_baseline_one():
+    """The default search at the full preset: K = 2 and reduction factor 4 (the strategy's own); one seed until
+    the last rung, both for the finalists past it, and one for the baseline throughout (finalize compares it with
+    the winner on fresh seeds)."""
+    path = resolve_truth("late_bloomer")
+    found = simulate(SearchConfig("absa", preset="full", simulate=path, max_concurrent=4), load_truth(path))
+    assert (found.plan.search, found.plan.seeds, found.plan.rungs.reduction_factor) == ("cells-halving", (1, 2), 4)
+    done = completed(found)
+    baseline = next(t for t in found.trials if is_baseline(t.config))
+    assert baseline.trial_id in done and baseline.trained == {1: 4}
+    finalists = [t for t in found.trials if t.trial_id in done and t is not baseline]
+    assert finalists and all(t.trained == {1: 4, 2: 4} for t in finalists)
+    assert all(list(t.trained) == [1] for t in found.trials if t.trial_id not in done)
+    assert found.seed_epochs == 4 + 8 * len(finalists) + sum(t.epoch for t in found.trials if t.trial_id not in done)

@@ -12,6 +12,7 @@ from search.tracking.records import Invocation
 from spaces import Range, get_study
 from spaces.studies import DEFAULT_PRESETS
 from trainables.config import ConfigError
+from trainables.fidelity import SeedSchedule
 
 
 def planned(cfg: SearchConfig, path: str = "/x/absa-1"):
@@ -121,8 +122,11 @@ def test_first_rung_seeds_is_checked_recorded_and_kept_on_resume():
 def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_records_what_it_ran():
     full = planned(SearchConfig("absa", preset="full"))  # 64 trials, absa's grid has 43 cells
     assert (full.search, full.invocation.search, len(full.points)) == ("cells-halving", "cells-halving", 43)
-    assert (full.rungs.reduction_factor, full.schedule.first) == (3, 1)  # the strategy's own, under no flag
+    assert (full.rungs.reduction_factor, full.schedule.first, full.seeds) == (4, 1, (1, 2))  # the strategy's own
     assert (full.schedule.rungs, full.screen) == ((3,), 0.4)  # one seed until the last rung; the warm-up's end
+    assert full.schedule.baseline_first and SeedSchedule.of(full.schedule.to_dict(), True, 2).at(4) == 1
+    assert planned(SearchConfig("absa", preset="full", search="tpe")).seeds == (1, 2, 3)  # no seeds of its own
+    assert planned(SearchConfig("absa", preset="full", seeds=3)).seeds == (1, 2, 3)  # the flag first
     assert planned(SearchConfig("absa", preset="full", screen_fraction=0)).screen is None
     with pytest.raises(ConfigError, match="--screen-fraction 0.5: --search tpe decides at whole epochs"):
         planned(SearchConfig("absa", preset="full", search="tpe", screen_fraction=0.5))
@@ -166,10 +170,13 @@ def test_a_study_files_preset_can_set_first_rung_seeds(tmp_path):
     assert planned(SearchConfig(path, preset="full")).invocation.first_rung_seeds == 2
     with pytest.raises(ConfigError, match="preset full first_rung_seeds 2: expected 1 to 1"):
         SearchConfig(path, preset="full", seeds=1)
+    three = str(example_study(tmp_path / "three", readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 3\n"))
+    assert planned(SearchConfig(three, preset="full", search="tpe")).schedule.first == 3  # tpe's K = 3
+    with pytest.raises(ConfigError, match="preset full first_rung_seeds 3: expected 1 to 2"):
+        planned(SearchConfig(three, preset="full"))  # the default search's K = 2, known once it is resolved
+    bad = readme_study_file() + "\n[presets.full]\nseeds = [1, 2, 3]\nfirst_rung_seeds = 4\n"
     with pytest.raises(ConfigError, match="first_rung_seeds 4: expected 1 to 3"):
-        get_study(
-            str(example_study(tmp_path / "bad", readme_study_file() + "\n[presets.full]\nfirst_rung_seeds = 4\n"))
-        )
+        get_study(str(example_study(tmp_path / "bad", bad)))
 
 
 @pytest.mark.parametrize(
