@@ -25,7 +25,7 @@ class TrialConfig:
     seeds: tuple[int, ...] = ()  # every seed the trial trains
     key: str = ""  # the canonical config key (searcher, tracker, finalize)
     label: str = ""  # the run name, ``t03 sst2+pos square``
-    baseline: bool = False  # the single-task baseline: never stopped, trains every seed from the start
+    baseline: bool = False  # the single-task baseline: never stopped, trains its seeds from the start
     number: int | None = None  # the Optuna trial's number
     choices: Mapping[str, Any] = field(default_factory=dict)  # the searcher's choices, flattened
     metric: str = ""  # the objective, where the trainable is not given it
@@ -89,5 +89,6 @@ class TrialConfig:
         return (float(epochs),) if self.final_for else report_points(epochs, self.screen)
 
     def schedule(self) -> SeedSchedule:
-        """The seeds this trial trains at each epoch (every seed for the baseline, or without a schedule)."""
+        """The seeds this trial trains at each epoch (every seed without a schedule; the baseline every seed, or
+        the first rung's where the schedule says so)."""
         return SeedSchedule.of(self.fidelity, self.baseline, len(self.seeds))

@@ -57,7 +57,7 @@ SchedulerOf = Callable[[StudyPlan], TrialScheduler]  # what search.study.tuner.s
 
 def scheduled_seeds(study_plan: StudyPlan) -> SeedCount:
     """Seeds a trial's epoch reports, as ``trainables.tune`` counts them: the study's seed schedule
-    (``--first-rung-seeds``; the baseline every seed), else every seed."""
+    (``--first-rung-seeds``; the baseline every seed, or the first rung's), else every seed."""
     schedule = study_plan.schedule
     if schedule is None:
         return all_seeds

@@ -15,7 +15,7 @@ single-task trial (search.answer.contenders.choose), so both sides must reach th
   1 + 1/2 + ... + 1/n (about ln n + 0.58: 5 of 100, 7.5 of 1,000).
 
 With a seed schedule (seeds as a fidelity, ``--first-rung-seeds``; :mod:`trainables.fidelity`)
-trials reach a rung on fewer seeds than the baseline trains; the comparison there stays paired:
+trials may reach a rung on fewer seeds than the baseline trains; the comparison there stays paired:
 the value recorded for a result holding more seeds than the schedule has at that epoch (the
 baseline's) is its mean over the schedule's first seeds, the seeds every trial at that rung has.
 """
