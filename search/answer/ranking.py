@@ -172,6 +172,8 @@ def header_lines(
 ) -> list[str]:
     """Title, the preset's scope, the final table, and what the ranking's columns mean."""
     seeds = max((len(str(r.seeds).split(",")) for r in table), default=0)
+    # a seed schedule (the baseline, stopped trials) leaves some rows on fewer seeds than the seed list
+    fewer = any(0 < len(r.objective_seeds) < seeds for r in table)
     status = Counter(r.status for r in table)
     lines = [f"# Study `{study_name}`: objective `{objective}` ({mode})", ""]
     if context.preset_note:
@@ -183,6 +185,7 @@ def header_lines(
         f"{len(table)} trials: {status[COMPLETED]} completed, "
         f"{status[PRUNED]} stopped early (pruned), {status[FAILED]} failed. "
         + (f"Scores are mean ± sample std over {seeds} seeds" if seeds > 1 else "Scores are one seed per trial")
+        + (" (fewer where a trial trained fewer: a row without ± is one seed)" if seeds > 1 and fewer else "")
         + "; Δ is against the single-task baseline on dev, with the "
         f'{stats.METHOD} interval of the per-seed differences (per trial, not adjusted). "dev screen" says '
         '"above" or "below" only where Holm\'s step-down over every trial of the search, stopped ones too '

@@ -65,3 +65,22 @@ def test_the_ranking_puts_the_best_first_a_trial_without_objective_last_and_a_ke
     assert [x.trial.label for x in by_objective(rows, "min")] == ["a", "d", "c", "b"]
     twice = [ranked("t00", 0.8, "base"), ranked("t01", 0.7), ranked("t00", 0.8, "base")]
     assert [x.trial.label for x in first_of_each_key(twice)] == ["t00", "t01"]
+
+
+def test_the_ranking_says_where_a_row_is_over_fewer_seeds_than_the_seed_list():
+    """Under the default search the baseline trains one of the two seeds (finalize compares it on fresh ones):
+    the header says a row without ± is one seed, and says nothing of it where every row has every seed."""
+    from search.answer.ranking import Context, header_lines
+    from search.tracking.trial_record import TrialRecord
+
+    def trial(label, baseline, values):
+        seeds = {f"semeval/dev/acc_4way/seed{s}": v for s, v in enumerate(values, 1)}
+        return TrialRecord(label, label, "completed", baseline=baseline, objective=sum(values) / len(values),
+                           objective_metric="semeval/dev/acc_4way", metrics=seeds, seeds="1,2")  # fmt: skip
+
+    def header(table):
+        return " ".join(header_lines(table, "absa", "semeval/dev/acc_4way/mean", "max", Context()))
+
+    finalist = trial("t01", False, (0.80, 0.82))
+    assert "over 2 seeds (fewer where a trial trained fewer" in header([trial("t00", True, (0.70,)), finalist])
+    assert "fewer where" not in header([trial("t00", True, (0.70, 0.71)), finalist])
