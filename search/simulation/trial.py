@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ray.tune.experiment.trial import Trial
+
 from trainables.trial import TrialConfig
 
-# Tune's Trial status strings (ray.tune.experiment.trial.Trial.PENDING etc.)
-PENDING, RUNNING, PAUSED, TERMINATED = "PENDING", "RUNNING", "PAUSED", "TERMINATED"
+PENDING, RUNNING, PAUSED, TERMINATED = Trial.PENDING, Trial.RUNNING, Trial.PAUSED, Trial.TERMINATED  # Tune's
 
 
 @dataclass

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ray.tune.experiment.trial import Trial
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
@@ -45,7 +46,7 @@ from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
 from trainables.fidelity import family_leaders_kept
 
-PAUSED, PENDING = "PAUSED", "PENDING"  # Tune's Trial status strings
+PAUSED, PENDING = Trial.PAUSED, Trial.PENDING
 
 
 class CohortHalving(ContenderKeepingASHA):

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ray.tune import Callback, ProgressReporter
+from ray.tune.experiment.trial import Trial
 
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
 from trainables.fidelity import SEED_COUNT, SeedSchedule
 from trainables.trial import TrialConfig
 
-PAUSED = "PAUSED"  # Tune's Trial status string
+PAUSED = Trial.PAUSED
 
 
 class TrialLines(Callback):
