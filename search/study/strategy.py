@@ -84,8 +84,8 @@ STRATEGIES: dict[str, SearchStrategy] = {
 
 # What ``--search`` is when not given: the cell screen halved synchronously where the trial budget holds every
 # cell (docs/search-strategies.md: at 29% of the thesis grid's compute it selects within 1 pp of the true best at
-# least as often as the grid on every truth of the suite, not on every truth: docs/search-strategies.md; with
-# --seeds 3 --reduction-factor 3, 42%, better by >= 3 SE);
+# least as often as the grid on every truth of the suite, though not on one written from the measured curves;
+# with --seeds 3 --reduction-factor 3, 42%, better by >= 3 SE on all of them);
 # below that budget a screen cannot finish, and TPE from the baseline searches the whole space instead.
 DEFAULT, SCREEN, FALLBACK = "default", "cells-halving", "tpe"
 
