@@ -164,14 +164,13 @@ def halving_seed_epochs(
     trained ``schedule.seed_epochs`` of it (catch-up included; all ``seeds`` throughout without a schedule).
     Checked against simulated studies on the null truth (tests/search/test_estimate.py)."""
 
-    def cost(point: float) -> float:
-        return schedule.seed_epochs(point) if schedule is not None else point * seeds
-
-    course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t)
-    stopped = sum((alive - going) * cost(point) for point, alive, going in course)
+    trial = schedule or SeedSchedule.full(seeds)
     # the baseline is always a finalist: every seed, or the first rung's under a schedule that says so
-    baseline = SeedSchedule.of(schedule.to_dict(), True, seeds) if schedule is not None else SeedSchedule.full(seeds)
-    return stopped + ((course[-1][2] if course else cells) - 1) * cost(max_t) + baseline.seed_epochs(max_t)
+    baseline = SeedSchedule.of(trial.to_dict() if schedule else None, True, seeds)
+    course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t)
+    stopped = sum((alive - going) * trial.seed_epochs(point) for point, alive, going in course)
+    finalists = (course[-1][2] if course else cells) - 1  # the baseline apart
+    return stopped + finalists * trial.seed_epochs(max_t) + baseline.seed_epochs(max_t)
 
 
 def split_sizes(study, base) -> dict[str, dict[str, int]]:

@@ -46,7 +46,8 @@ from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
 from trainables.fidelity import family_leaders_kept
 
-PAUSED, PENDING = Trial.PAUSED, Trial.PENDING
+PAUSED, PENDING, RUNNING = Trial.PAUSED, Trial.PENDING, Trial.RUNNING
+ENDED = (Trial.TERMINATED, Trial.ERROR)
 
 
 class CohortHalving(ContenderKeepingASHA):
@@ -106,7 +107,7 @@ class CohortHalving(ContenderKeepingASHA):
         """A trial Tune retries after a failure (``TuneController._requeue_trial``: ``on_trial_error``, then
         added again, filed PENDING): live again, it goes on from its last checkpoint and reports at its rung
         again (:meth:`on_trial_result` answers a decided rung with its decision)."""
-        if trial.status not in ("TERMINATED", "ERROR"):
+        if trial.status not in ENDED:
             self.ended.discard(trial.trial_id)
             self.doomed.discard(trial.trial_id)
 
@@ -118,7 +119,7 @@ class CohortHalving(ContenderKeepingASHA):
         marked PAUSED again here, before Tune files the trial by its status (``add_trial``; a retried trial,
         filed already, goes through :meth:`retried`). The others ran: they go on from their last checkpoint."""
         trial_id = trial.trial_id
-        if trial.status in ("TERMINATED", "ERROR"):
+        if trial.status in ENDED:
             if trial_id in self.members and trial_id not in self.ended:  # ended as the state was saved
                 self.ended.add(trial_id)
                 self.waiting.discard(trial_id)
@@ -139,7 +140,7 @@ class CohortHalving(ContenderKeepingASHA):
         for rung in self.rungs:
             if rung < epoch:
                 self.going_on.setdefault(rung, set()).add(trial.trial_id)
-        if trial.status in ("TERMINATED", "ERROR"):
+        if trial.status in ENDED:
             self.ended.add(trial.trial_id)
         elif epoch in self.rungs and self._metric in result:
             value = self._metric_op * float(result[self._metric])
@@ -330,7 +331,7 @@ class CohortHalving(ContenderKeepingASHA):
             self.decide_ready(tune_controller)  # a rung that waited for a trial ended as the state was saved
         self.stop_doomed(tune_controller)
         trials = tune_controller.get_trials()
-        running = sum(t.status == "RUNNING" for t in trials)
+        running = sum(t.status == RUNNING for t in trials)
         for trial in trials if running < self.slots else ():
             if trial.status == PAUSED and trial.trial_id in self.resume:
                 return trial  # stays marked until it reports again: choose must be idempotent

@@ -20,7 +20,7 @@ from search.tracking.tracker import error_reason
 from trainables.fidelity import SEED_COUNT, SeedSchedule
 from trainables.trial import TrialConfig
 
-PAUSED = Trial.PAUSED
+PAUSED, RUNNING = Trial.PAUSED, Trial.RUNNING
 
 
 class TrialLines(Callback):
@@ -181,7 +181,7 @@ def status_line(
     """``[study 12:03] trials: 5 done (2 completed, 3 pruned, 0 failed), 1 running (t05 epoch 1/2), 0 left |
     22 seed-epochs spent, ~2 to go: ETA 50 s (25.0 s per seed-epoch, 1 at a time) | best completed: t00
     baseline objective=0.6296 ± 0.0020``."""
-    running = [t for t in trials if t.status == "RUNNING"]
+    running = [t for t in trials if t.status == RUNNING]
     paused = sum(t.status == PAUSED for t in trials)  # at a cohort halving rung, or promoted and waiting for a slot
     outcomes = [(t, outcome(t, max_epochs)) for t in trials if t.status in TUNE_ENDED]
     counts = Counter(status for _, status in outcomes)
