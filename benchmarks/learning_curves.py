@@ -1,5 +1,8 @@
 """``python -m benchmarks.learning_curves``: each schema family's real learning curve, on the CPU.
 
+``--grid``: the real-curve table instead, every cell of the thesis grid on several seeds
+(:mod:`benchmarks.curve_grid`).
+
 Trains MiniLM on the smoke data (the absa study's smoke preset: SemEval as NLI_M, SST-2 and PoS as
 the auxiliaries, 32 tokens) for ``--epochs`` epochs and ``--seeds`` seeds per family, with the real
 training core (``trainables.loop.train``, no Ray), and records the primary's dev metric after every
@@ -24,6 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from benchmarks import curve_grid
 from trainables.config import EncoderConfig, SamplingConfig, TrainConfig
 from trainables.data import resolve_data_dir
 from trainables.loop import Trainer
@@ -148,7 +152,11 @@ def main() -> None:
         help="comma-separated fractions of the first epoch to score dev at too (0.25,0.5)",
     )
     p.add_argument("--summary", action="store_true", help="only print the table of --out")
+    curve_grid.add_arguments(p)
     args = p.parse_args()
+    if args.grid:
+        args.out, args.threads, args.screen = args.table_out, args.threads or 1, args.screen or None
+        raise SystemExit(curve_grid.build(args))
     out = Path(args.out)
     if args.summary:
         print(summary(out))

@@ -212,7 +212,7 @@ def parser() -> argparse.ArgumentParser:
 
 def setting(truth_name: str, slots: int):
     """The truth file, the truth, its best config over the space, and the grid's compute (nothing stopped)."""
-    from search.answer.contenders import objective_metric_of
+    from search.tracking.records import objective_metric_of
     from search.simulation.optimum import true_best
     from search.simulation.strategies import GRID
     from search.simulation.study import simulated_plan

@@ -24,6 +24,7 @@ import itertools
 import json
 import logging
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,12 @@ from search.study.kind import TrainedTrials
 from search.study.plan import cohort_families, plan_offline
 from search.study.strategy import strategy_of
 from spaces import get_study
-from trainables.batching import limit_rows
+from spaces.canonical import apply_choices, schema_label, task_label, thesis_grid
 from trainables.cli import ArgumentParser, run_main, setup_logging
-from trainables.config import ConfigError
+from trainables.config import ConfigError, TrainConfig
+from trainables.exposure import primary_passes
 from trainables.fidelity import SeedSchedule, halving_survivors
+from trainables.rows import limit_rows
 from trainables.sampling import steps_per_epoch
 from trainables.tasks import DataError, get_task
 
@@ -183,7 +186,7 @@ def split_sizes(study, base) -> dict[str, dict[str, int]]:
             s: len(
                 limit_rows(
                     len(task.examples(s)),
-                    base.max_train_examples if s == "train" else base.eval_limit(name),
+                    base.train_limit(len(task.examples(s))) if s == "train" else base.eval_limit(name),
                     task.group_size,
                     s != "train",
                 )
@@ -205,6 +208,42 @@ def rows_per_trial(study, base, sizes: dict[str, dict[str, int]], seeds: int, co
             eval_rows = sum(sizes[t]["dev"] for t in tasks) * base.epochs  # a search trial scores no test
             per_subset.append((train_rows + eval_rows / EVAL_SPEEDUP) * seeds)
     return sum(per_subset) / len(per_subset)
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """The primary's passes over its training rows per epoch across a study's grid: the single-task
+    baseline's, and the multitask cells' range with the cell at either end (an epoch is the mean task size
+    and the schema sets the primary's share of it, so a cell whose auxiliaries are large sees less)."""
+
+    single: float
+    low: float
+    high: float
+    lowest: str  # the cell with the fewest passes: ``sst2+pos+sentihood random``
+    highest: str
+
+    def line(self) -> str:
+        multitask = f", {self.low:.2f}-{self.high:.2f} multitask ({self.lowest} .. {self.highest})"
+        return f"{self.single:.2f} single-task" + (multitask if self.lowest else "")
+
+
+def grid_exposure(study, base: TrainConfig, sizes: dict[str, dict[str, int]]) -> Exposure:
+    """The passes per epoch (their mean over the preset's epochs: anneal's share moves) of every cell of the
+    study's grid at the preset, from the training rows :func:`split_sizes` read."""
+    rows = {t: split["train"] for t, split in sizes.items()}
+    single, cells = 1.0, {}
+    for point in thesis_grid(study, base):
+        config = apply_choices(base, point, study)
+        passes = primary_passes(config, rows, config.epochs) / config.epochs
+        if len(config.tasks) == 1:
+            single = passes
+        else:
+            aux = "+".join(task_label(t) for t in config.tasks if t != config.primary)
+            cells[f"{aux} {schema_label(config, 2)}"] = passes
+    if not cells:
+        return Exposure(single, math.nan, math.nan, "", "")
+    lowest, highest = min(cells, key=cells.get), max(cells, key=cells.get)
+    return Exposure(single, cells[lowest], cells[highest], lowest, highest)
 
 
 def estimate(
@@ -243,6 +282,7 @@ def estimate(
         "first_rung_seeds": schedule.first if schedule else seeds,
         "asha_epoch_fraction": round(fraction, 3),  # of epochs x seeds, with --first-rung-seeds
         "total_rows_with_asha": round(per_trial * trials * fraction),
+        "primary_passes_per_epoch": grid_exposure(study, base, sizes).line(),
     }
     if measured is not None:
         check_measured(measured, base.encoder.model, base.batch_size)

@@ -99,7 +99,22 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--reduction-factor",
         type=int,
-        help="ASHA reduction factor (default: the preset's, else the strategy's: 3 under cells-halving, else 2)",
+        help="ASHA reduction factor (default: the preset's, else the strategy's: 4 under cells-halving, else 2)",
+    )
+    g.add_argument(
+        "--strata",
+        type=int,
+        metavar="N",
+        help="cohort halving: rank a rung's cells within N strata of equal exposure to the primary (passes over its "
+        "training rows), so a diluted cell meets cells as diluted as it (default: the strategy's; 1: one ranking)",
+    )
+    g.add_argument(
+        "--hedge",
+        type=int,
+        metavar="N",
+        help="cohort halving: N cells, drawn before any result, go on past every rung below the last, where they "
+        "meet the rest: a late bloomer no early score distinguishes reaches the end in that share of studies "
+        "(default: the strategy's)",
     )
 
 
@@ -211,7 +226,7 @@ def add_run_options(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--simulate",
         metavar="TRUTH",
-        help="simulated trials scored by a truth file (.toml, or a built-in: "
+        help="simulated trials scored by a truth file (.toml, a .parquet real-curve table replayed, or a built-in: "
         f"{', '.join(builtin_truths())}): no torch, no data; the rest of the stack is real "
         "(docs/simulated-studies.md; default: none, real training)",
     )
@@ -278,6 +293,8 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         simulate=resolve_truth(args.simulate) if args.simulate else None,
         first_rung_seeds=args.first_rung_seeds,
         screen_fraction=args.screen_fraction,
+        strata=args.strata,
+        hedge=args.hedge,
     )
 
 

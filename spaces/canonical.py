@@ -243,9 +243,11 @@ def canonical_key(config: TrainConfig) -> str:
     for volatile in ("seed", "data_dir", "device", "evaluate_test", "check_every", "compile", "prefetch"):
         fields.pop(volatile)
     # added after keys were first recorded: hashed only when set, so earlier studies' keys still match
-    for later in ("precision", "grad_accum", "pad_to_multiple_of"):
+    for later in ("precision", "grad_accum", "pad_to_multiple_of", "train_fraction"):
         if fields[later] == TrainConfig.__dataclass_fields__[later].default:
             fields.pop(later)
+    if c.encoder.layers is None:  # likewise
+        fields["encoder"].pop("layers")
     if c.optim == OptimConfig():  # issue 19's, likewise
         fields.pop("optim")
     for later in BANDIT_FIELDS:

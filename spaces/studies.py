@@ -53,6 +53,10 @@ class Preset:
 
     epochs: int = 4
     max_train_examples: int | None = None  # per task, whole evaluation groups; None: all
+    # every task's training rows times this, so the tasks keep their size ratios (and each schema its real
+    # share of the primary: trainables.exposure); None: all, up to max_train_examples
+    train_fraction: float | None = None
+    layers: int | None = None  # the encoder's first N transformer layers only (None: all)
     max_eval_examples: int | None = None
     max_auxiliary_eval_examples: int | None = None  # None: as max_eval_examples
     max_seq_length: int = 128
@@ -92,6 +96,10 @@ class Preset:
         for key, (value, floor) in at_least.items():
             if value is not None and value < floor:
                 raise ConfigError(f"{key} {value}: expected >= {floor}")
+        if self.train_fraction is not None and not 0 < self.train_fraction <= 1:
+            raise ConfigError(f"train_fraction {self.train_fraction}: expected a fraction in (0, 1]")
+        if self.layers is not None and self.layers < 1:
+            raise ConfigError(f"layers {self.layers}: expected >= 1")
         if self.seeds is not None and (not self.seeds or len(set(self.seeds)) != len(self.seeds)):
             raise ConfigError(f"seeds {list(self.seeds)}: expected distinct seeds, at least one")
         if not self.model:

@@ -16,6 +16,7 @@ from typing import TypeVar
 import numpy as np
 import torch
 
+from trainables.rows import limit_rows  # noqa: F401 (re-exported: where rows are limited is rows.py)
 from trainables.tasks.base import Example
 
 logger = logging.getLogger(__name__)
@@ -285,17 +286,3 @@ def ahead(items: Iterator[T]) -> Iterator[T]:
 
 
 _END = object()
-
-
-def limit_rows(n_rows: int, limit: int | None, group_size: int, first: bool) -> np.ndarray:
-    """Row indices of at most ``limit`` rows, whole groups only (at least one group).
-
-    ``first`` keeps the leading groups (evaluation keeps the published order);
-    otherwise a fixed-seed sample of groups, identical for every trial and seed.
-    """
-    n_groups = n_rows // group_size
-    if limit is None or limit >= n_rows:
-        return np.arange(n_rows)
-    keep = max(1, limit // group_size)
-    groups = np.arange(keep) if first else np.sort(np.random.default_rng(0).permutation(n_groups)[:keep])
-    return (groups[:, None] * group_size + np.arange(group_size)).ravel()

@@ -34,12 +34,15 @@ class EncoderConfig:
     summary: str | None = None
     max_seq_length: int = 128
     dropout: float = 0.1  # before each head, as in BERT's classifier
+    layers: int | None = None  # keep the encoder's first N transformer layers (None: all): a shallower, faster model
 
     def __post_init__(self) -> None:
         if self.summary is not None and self.summary not in SUMMARIES:
             raise ConfigError(f"summary {self.summary!r}: expected one of {', '.join(SUMMARIES)}")
         if self.max_seq_length < 8:
             raise ConfigError(f"max_seq_length {self.max_seq_length}: expected >= 8")
+        if self.layers is not None and self.layers < 1:
+            raise ConfigError(f"layers {self.layers}: expected >= 1 or unset")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout {self.dropout}: expected in [0, 1)")
 
@@ -127,6 +130,9 @@ class TrainConfig:
     max_grad_norm: float = 1.0
     seed: int = 42
     max_train_examples: int | None = None  # per task, whole evaluation groups
+    # every task's training rows times this (whole groups), so the tasks keep their size ratios, and with
+    # them each schema's share of the primary (trainables.exposure); None: all (up to max_train_examples)
+    train_fraction: float | None = None
     max_eval_examples: int | None = None  # per task, whole evaluation groups
     # per auxiliary task (None: as max_eval_examples); auxiliaries' scores are context, not the
     # objective, so a small study can score its primary on every dev row and the rest on a sample
@@ -169,6 +175,8 @@ class TrainConfig:
             value = getattr(self, key)
             if value is not None and value < 1:
                 raise ConfigError(f"{key} {value}: expected >= 1 or unset")
+        if self.train_fraction is not None and not 0 < self.train_fraction <= 1:
+            raise ConfigError(f"train_fraction {self.train_fraction}: expected a fraction in (0, 1] or unset")
         if not (self.lr > 0 and math.isfinite(self.lr)):
             raise ConfigError(f"lr {self.lr}: expected a positive number")
         if not 0.0 <= self.warmup < 1.0:
@@ -179,6 +187,14 @@ class TrainConfig:
             raise ConfigError(f"precision {self.precision!r}: expected one of {', '.join(PRECISIONS)}")
         if self.optim.step_mode == "all" and self.grad_accum != 1:
             raise ConfigError(f"grad_accum {self.grad_accum} with step_mode 'all': expected 1 (a step holds all tasks)")
+
+    def train_limit(self, rows: int) -> int | None:
+        """Training rows kept of a task with ``rows`` (whole groups; None: all): ``train_fraction`` of them,
+        at most ``max_train_examples``."""
+        limits = [self.max_train_examples] if self.max_train_examples is not None else []
+        if self.train_fraction is not None:
+            limits.append(max(1, round(self.train_fraction * rows)))
+        return min(limits) if limits else None
 
     def eval_limit(self, task: str) -> int | None:
         """Evaluation rows of ``task``'s dev and test splits (whole groups; None: all)."""

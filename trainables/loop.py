@@ -27,6 +27,7 @@ from torch import nn
 
 from trainables.batching import Encoded, Padding, TaskBatches, ahead, collate, to_device
 from trainables.config import TrainConfig
+from trainables.exposure import PRIMARY_PASSES, primary_passes, screen_step
 from trainables.inference import predict_probs
 from trainables.model import MultitaskModel, build_model, load_tokenizer
 from trainables.precision import configure_cuda_math, padding_multiple, resolve_precision
@@ -109,6 +110,7 @@ class Trainer:
         self.step = 0  # micro-batches trained of epoch ``self.epoch + 1`` (an evaluation inside an epoch)
         self.partial = Partial()  # what those micro-batches trained: the epoch's metrics cover them
         self.finished = Partial()  # the last whole epoch's
+        self.primary_batches = 0  # the primary's micro-batches trained so far (its exposure: primary_passes)
         # Each run owns its torch RNG (dropout), so several seeds can interleave epochs in one
         # process and each still matches its standalone run. On CUDA only its own device's
         # generator: a resumed trial may see fewer GPUs, and a CPU run creates no CUDA context.
@@ -252,14 +254,17 @@ class Trainer:
         return self.run_to(self.epoch + 1)
 
     def screen_step(self, fraction: float) -> int:
-        """The micro-batch of an epoch where an evaluation at ``fraction`` of it falls: a whole number of
-        optimizer steps, at least one, and at least one before the epoch's end."""
-        updates = self.updates_per_epoch
-        if updates < 2:
-            raise ValueError(
-                f"{self.name}: an epoch of one optimizer step has no point inside it (screen {fraction:g})"
-            )
-        return min(updates - 1, max(1, round(fraction * updates))) * self.accum
+        """The micro-batch of an epoch where an evaluation at ``fraction`` of it falls (a whole number of
+        optimizer steps, at least one, and at least one before the epoch's end)."""
+        try:
+            return screen_step(self.updates_per_epoch, self.accum, fraction)
+        except ValueError as exc:
+            raise ValueError(f"{self.name}: {exc}") from None
+
+    @property
+    def primary_passes(self) -> float:
+        """Passes over the primary's training rows so far: its micro-batches trained over its batches per pass."""
+        return self.primary_batches / len(self.batches[self.names.index(self.config.primary)])
 
     @property
     def position(self) -> float:
@@ -299,6 +304,7 @@ class Trainer:
         started = time.perf_counter()
         losses, tasks = self.train_steps(self.epoch, end - self.step, self.step)
         self.partial = self.partial.add(losses, tasks, time.perf_counter() - started)
+        self.primary_batches += int(np.count_nonzero(tasks == self.names.index(self.config.primary)))
         self.step = end
         if end == self.steps_per_epoch:
             self.finished = self.partial  # the whole epoch's steps, for its metrics
@@ -315,7 +321,11 @@ class Trainer:
         step_losses, step_tasks = trained.arrays()
         losses = {n: step_losses[step_tasks == i].tolist() for i, n in enumerate(self.names)}
 
-        metrics: dict[str, float] = {"epoch": float(point), "train/seconds": trained.seconds}
+        metrics: dict[str, float] = {
+            "epoch": float(point),
+            PRIMARY_PASSES: self.primary_passes,
+            "train/seconds": trained.seconds,
+        }
         all_losses = [x for v in losses.values() for x in v]
         metrics["train/loss"] = float(np.mean(all_losses))
         metrics["train/samples_per_second"] = (
@@ -369,6 +379,7 @@ class Trainer:
             "cuda_rng": self.cuda_rng,
             "scaler": self.scaler.state_dict(),  # empty unless fp16
             "strategy": self.strategy.state_dict(),  # empty unless a strategy learns or draws
+            "primary_batches": self.primary_batches,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -390,6 +401,14 @@ class Trainer:
         if state.get("scaler"):
             self.scaler.load_state_dict(state["scaler"])
         self.strategy.load_state_dict(state.get("strategy", {}))
+        # a checkpoint from before exposure was counted: the expected count at its position
+        self.primary_batches = int(state.get("primary_batches", round(self.expected_primary_batches())))
+
+    def expected_primary_batches(self) -> float:
+        sizes = {n: len(self.data[n].train) for n in self.names}
+        point = self.epoch + (self.step / self.steps_per_epoch if self.step else 0.0)
+        passes = primary_passes(self.config, sizes, point) if point else 0.0
+        return passes * len(self.batches[self.names.index(self.config.primary)])
 
     def _load_optimizer(self, state: dict[str, Any]) -> None:
         # load_state_dict adopts the saved groups' flags: a checkpoint from a CPU-fallback node would

@@ -41,7 +41,9 @@ def load_tokenizer(config: EncoderConfig):
 def load_encoder(config: EncoderConfig) -> nn.Module:
     from transformers import AutoModel
 
-    return AutoModel.from_pretrained(resolve_model_path(config.model))
+    # num_hidden_layers below the checkpoint's: the first N layers load, the rest are left out
+    layers = {} if config.layers is None else {"num_hidden_layers": config.layers}
+    return AutoModel.from_pretrained(resolve_model_path(config.model), **layers)
 
 
 def default_summary(encoder_config, model_path: str | Path | None = None) -> str:

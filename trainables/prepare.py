@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainables.batching import Encoded, default_cache_dir, encode, limit_rows
+from trainables.batching import Encoded, default_cache_dir, encode
 from trainables.config import ConfigError, TrainConfig
+from trainables.rows import limit_rows, training_sizes  # noqa: F401 (training_sizes: read beside prepare_data)
 from trainables.tasks import Example, Task, get_task
 
 logger = logging.getLogger(__name__)
@@ -32,19 +35,18 @@ def prepare_data(config: TrainConfig, tokenizer, cache_dir: Path | None = None) 
     check_distinct_names(tasks)
     out = {}
 
-    def load(task: Task, split: str, limit: int | None, first: bool) -> tuple[list[Example], Encoded]:
+    def load(task: Task, split: str, limit: Callable[[int], int | None], first: bool) -> tuple[list[Example], Encoded]:
         examples = task.examples(split)
-        rows = limit_rows(len(examples), limit, task.group_size, first)
+        rows = limit_rows(len(examples), limit(len(examples)), task.group_size, first)
         examples = [examples[i] for i in rows]
         return examples, encode(examples, task.kind, tokenizer, max_len, cache_dir, task.sentence_side)
 
     for spec, task in tasks.items():
         started = time.perf_counter()
-        _, train = load(task, "train", config.max_train_examples, first=False)
-        dev_examples, dev = load(task, "dev", config.eval_limit(spec), first=True)
-        test_examples, test = (
-            load(task, "test", config.eval_limit(spec), first=True) if config.evaluate_test else (None, None)
-        )
+        _, train = load(task, "train", config.train_limit, first=False)
+        evaluated = functools.partial(lambda limit, rows: limit, config.eval_limit(spec))  # whatever the split's size
+        dev_examples, dev = load(task, "dev", evaluated, first=True)
+        test_examples, test = load(task, "test", evaluated, first=True) if config.evaluate_test else (None, None)
         out[spec] = TaskData(task, train, dev, dev_examples, test, test_examples)
         logger.info(
             "%s: %d train / %d dev rows ready in %.1fs", spec, len(train), len(dev), time.perf_counter() - started

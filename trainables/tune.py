@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import ray
 import torch
 from ray import tune
@@ -38,6 +39,7 @@ from ray import tune
 from trainables.batching import tokenizer_identity
 from trainables.cli import setup_logging
 from trainables.config import TrainConfig
+from trainables.exposure import PRIMARY_PASSES
 from trainables.fidelity import SEED_COUNT, SeedSchedule, epoch_value
 from trainables.loop import DivergedError, TaskData, Trainer, prepare_data
 from trainables.model import load_tokenizer
@@ -112,6 +114,7 @@ def data_signature(config: TrainConfig, tokenizer) -> str:
                 tokenizer_identity(tokenizer),
                 config.encoder.max_seq_length,
                 config.max_train_examples,
+                config.train_fraction,
                 config.max_eval_examples,
                 config.max_auxiliary_eval_examples,
                 config.protocol,
@@ -231,10 +234,12 @@ def train_and_report(
             logger.error("%s diverged: %s", key, reason)
             tune.report({**diverged_result(objective, point, reason), **where})
             return
-        per_seed = [{k: v for k, v in m.items() if k != "epoch"} for m in per_seed]  # the step, not a score
+        # the step and the exposure are the trial's, not scores: one value each (passes: the seeds' mean)
+        passes = float(np.mean([m[PRIMARY_PASSES] for m in per_seed]))
+        per_seed = [{k: v for k, v in m.items() if k not in ("epoch", PRIMARY_PASSES)} for m in per_seed]
         trained = seeds[: len(trainers)]
         metrics: dict[str, Any] = aggregate(per_seed, trained, reporting.keep_seeds)
-        metrics.update(epoch=epoch_value(point), **where)
+        metrics.update(epoch=epoch_value(point), **{PRIMARY_PASSES: passes}, **where)
         if reporting.counted:
             metrics[SEED_COUNT] = len(trainers)
         with tempfile.TemporaryDirectory() as directory:

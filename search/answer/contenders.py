@@ -13,7 +13,7 @@ from pathlib import Path
 
 from search.answer.claims import Contender
 from search.tracking.outcome import COMPLETED
-from search.tracking.records import CONFIG_ARTIFACT, strip_mean
+from search.tracking.records import CONFIG_ARTIFACT
 from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical_key
 from trainables.config import ConfigError, TrainConfig
@@ -97,13 +97,6 @@ def collect(contender: Contender, rows: Sequence[TrialRecord], primary: str, see
                 contender.test.setdefault(m, {})[seed] = float(v)  # type: ignore[arg-type]
             if row.checkpoint:
                 contender.checkpoints[seed] = f"{row.checkpoint.rstrip('/')}/seed-{seed}.pt"
-
-
-def objective_metric_of(objective: str, primary: str) -> str | None:
-    """``semeval/dev/acc_4way/mean`` -> ``acc_4way``; None for objectives off the primary's dev split."""
-    name = strip_mean(objective)
-    prefix = f"{primary}/dev/"
-    return name[len(prefix) :] if name.startswith(prefix) else None
 
 
 def trial_config(client, run_id: str) -> TrainConfig:

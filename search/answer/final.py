@@ -28,7 +28,6 @@ from search.answer.contenders import (
     complete_finals,
     final_checkpoint,
     final_seeds,
-    objective_metric_of,
     search_collapses,
     trial_config,
 )
@@ -38,7 +37,7 @@ from search.answer.retrain import train_missing
 from search.answer.text import fmt
 from search.study.kind import Kinds, TrialKind
 from search.tracking import records as rec
-from search.tracking.records import Invocation
+from search.tracking.records import Invocation, objective_metric_of
 from spaces import get_study
 from trainables.config import ConfigError
 

@@ -1,7 +1,8 @@
 """The report's plots, as PNG files beside ``report.md`` (matplotlib, headless): the objective per
 schema and per auxiliary subset, the best so far against compute, and what optuna-dashboard and Tune
 users look at first: parameter importances (Optuna's fANOVA), parallel coordinates of the completed
-trials, and every trial's learning curve.
+trials, and every trial's learning curve (per epoch, and per pass over the primary's training rows where
+the study logged them).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import optuna
@@ -40,7 +42,7 @@ def plots(
     mode: str,
     seeds: int,
     majority: float | None = None,
-    curves: dict[str, list[tuple[int, float]]] | None = None,
+    curves: dict[str, list[Point]] | None = None,
 ) -> list[Path]:
     """The report's PNGs: the objective per schema and per auxiliary subset, best so far vs compute,
     parameter importances, parallel coordinates, and (given ``curves``) the learning curves."""
@@ -206,50 +208,78 @@ def parallel(completed: pd.DataFrame, objective: str, out: Path) -> Path | None:
     return save(fig, ax, out / "parallel_coordinates.png", legend=False)
 
 
+class Point(NamedTuple):
+    """One result on a trial's learning curve: where it fell (epochs), its objective, and the passes over the
+    primary's training rows the trial had made there (NaN in a study from before they were logged)."""
+
+    epoch: float
+    value: float
+    passes: float = math.nan
+
+
 def learning_curves(
-    table: pd.DataFrame, curves: dict[str, list[tuple[float, float]]], objective: str, out: Path, named: int = 8
+    table: pd.DataFrame, curves: dict[str, list[Point]], objective: str, out: Path, named: int = 8
 ) -> Path:
-    """Every trial's objective per epoch (``curves``: run id -> (epoch, value)): completed trials in
-    colour (each named in the legend where there are at most ``named``, else one colour), pruned
-    ones faded, the baseline dashed; failed trials left out."""
+    """Every trial's objective per epoch (``curves``: run id -> its points) and, where the results carry
+    them, beside it per pass over the primary's training rows: at equal epochs a multitask trial has seen a
+    fraction of the primary's data the single-task baseline has (``trainables.exposure``). Completed trials
+    in colour (each named in the legend where there are at most ``named``, else one colour), pruned ones
+    faded, the baseline dashed; failed trials left out."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
     shown = table[(table.status != FAILED) & table.run_id.isin(list(curves))]
+    points = {run: sorted(Point(*p) for p in curve) for run, curve in curves.items()}
+    exposed = any(not math.isnan(p.passes) for run in shown.run_id for p in points[run])
+    panels = ("epoch", "passes") if exposed else ("epoch",)
+    fig, axes = plt.subplots(1, len(panels), figsize=(8 + 5 * (len(panels) - 1), 4.5), sharey=True, squeeze=False)
     each = (shown.status == COMPLETED).sum() <= named
-    for _, row in shown.iterrows():
-        points = sorted(curves[row.run_id])
-        if not points:
-            continue
-        epochs, values = zip(*points)
-        if row.baseline:
-            ax.plot(epochs, values, "k--", marker="o", label=row.label, zorder=3)
-        elif row.status == COMPLETED:
-            style = {"label": row.label} if each else {"color": "C0", "alpha": 0.7}
-            ax.plot(epochs, values, marker="o", **style)
-        else:
-            ax.plot(epochs, values, color="0.5", alpha=0.3, marker=".")
+    for ax, x in zip(axes[0], panels):
+        curve_panel(ax, shown, points, x, each)
+    axes[0][0].set_xlabel("epoch")
+    axes[0][0].set_ylabel(objective)
+    axes[0][0].xaxis.get_major_locator().set_params(integer=True)
+    axes[0][0].set_title(f"learning curves of {len(shown)} trials: objective per epoch")
+    if exposed:
+        axes[0][1].set_xlabel("passes over the primary's training rows")
+        axes[0][1].set_title("the same, per pass over the primary's data")
+    ax = axes[0][-1]
     if not each:
         ax.plot([], [], color="C0", marker="o", label="completed")
     ax.plot([], [], color="0.5", alpha=0.3, marker=".", label="stopped early (pruned)")
-    ax.set_xlabel("epoch")
-    ax.set_ylabel(objective)
-    ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_title(f"learning curves of {len(shown)} trials: objective per epoch")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return save(fig, ax, out / "learning_curves.png", legend=False)
 
 
-def objective_curves(client, table: pd.DataFrame) -> dict[str, list[tuple[float, float]]]:
+def curve_panel(ax, shown: pd.DataFrame, points: dict[str, list[Point]], x: str, each: bool) -> None:
+    """The trials' curves against ``x`` (``epoch`` or ``passes``; a point without passes is left out there)."""
+    for _, row in shown.iterrows():
+        drawn = [(getattr(p, x), p.value) for p in points[row.run_id] if not math.isnan(getattr(p, x))]
+        if not drawn:
+            continue
+        xs, values = zip(*drawn)
+        if row.baseline:
+            ax.plot(xs, values, "k--", marker="o", label=row.label, zorder=3)
+        elif row.status == COMPLETED:
+            style = {"label": row.label} if each else {"color": "C0", "alpha": 0.7}
+            ax.plot(xs, values, marker="o", **style)
+        else:
+            ax.plot(xs, values, color="0.5", alpha=0.3, marker=".")
+
+
+def objective_curves(client, table: pd.DataFrame) -> dict[str, list[Point]]:
     """Each trial run's ``objective`` per epoch, from the MLflow ``client`` (the step is the epoch; a result at
-    step 0 is a screen point inside the first epoch, placed where ``screen/epoch`` says)."""
+    step 0 is a screen point inside the first epoch, placed where ``screen/epoch`` says), with the
+    ``primary_passes`` logged at the same step where there are any."""
     curves = {}
     for run_id in table.run_id:
         points = [(float(m.step), float(m.value)) for m in client.get_metric_history(run_id, rec.OBJECTIVE)]
-        if any(step == 0 for step, _ in points):
-            screen = [m.value for m in client.get_metric_history(run_id, rec.SCREEN_EPOCH)]
-            points = [(screen[-1] if step == 0 and screen else step, value) for step, value in points]
-        curves[run_id] = points
+        passes = {float(m.step): float(m.value) for m in client.get_metric_history(run_id, rec.PASSES)}
+        screened = any(step == 0 for step, _ in points)
+        screen = [m.value for m in client.get_metric_history(run_id, rec.SCREEN_EPOCH)] if screened else []
+        curves[run_id] = [
+            Point(screen[-1] if step == 0 and screen else step, value, passes.get(step, math.nan))
+            for step, value in points
+        ]
     return curves
 
 

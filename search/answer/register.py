@@ -13,9 +13,8 @@ from search.answer import stats
 from search.answer.claims import Contender
 from search.answer.comparison import FinalResult
 from search.answer.config import FinalizeConfig
-from search.answer.contenders import objective_metric_of
 from search.tracking import records as rec
-from search.tracking.records import Invocation, ModelCard
+from search.tracking.records import Invocation, ModelCard, objective_metric_of
 from spaces import get_study
 
 logger = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ import numpy as np
 import optuna
 
 from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
-from search.answer.contenders import choose, collect, final_seeds, objective_metric_of, search_collapses
+from search.answer.contenders import choose, collect, final_seeds, search_collapses
 from search.answer.sequential import ALPHA, Design, default_max_seeds
 from search.answer.stats import BETTER
 from search.simulation.regimes import Outcome, Simulation, simulate_study
@@ -34,7 +34,7 @@ from search.simulation.study import simulate
 from search.simulation.truth import load_truth, resolve_truth
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
-from search.tracking.records import strip_mean
+from search.tracking.records import objective_metric_of, strip_mean
 from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical_key
 from trainables.cli import run_main

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from search.simulation.truth.model import Truth
-from spaces import Range, Study, apply_choices, baseline_choices, canonical
+from search.simulation.truth.replay import TableTruth
+from spaces import Range, Study, apply_choices, baseline_choices, canonical, thesis_grid
 from trainables.config import TrainConfig
 
 STEPS = 101  # grid points per dimension: 1/100 of the range apart (lr: 1/100 of its decades)
@@ -51,8 +52,12 @@ def dimensions(study: Study, truth: Truth, schema: str) -> dict[str, list[float]
     return {name: sweep(r, peak) for name, (r, peak) in wanted.items() if isinstance(r, Range)}
 
 
-def true_best(truth: Truth, study: Study, base: TrainConfig, metric: str) -> Optimum:
-    """The best true ``metric`` over ``study``'s space on ``base`` (module docstring: how)."""
+def true_best(truth: Truth | TableTruth, study: Study, base: TrainConfig, metric: str) -> Optimum:
+    """The best true ``metric`` over ``study``'s space on ``base`` (module docstring: how); a table's, the best
+    of the grid's cells (all a table knows)."""
+    if isinstance(truth, TableTruth):
+        cells = [cell_optimum(truth, study, base, metric, p) for p in thesis_grid(study, base)]
+        return max(cells, key=lambda found: found.score)
     template = baseline_choices(study, base)
     best = Optimum(-math.inf, base, {})
     for r in range(len(study.candidates) + 1):
@@ -64,6 +69,11 @@ def true_best(truth: Truth, study: Study, base: TrainConfig, metric: str) -> Opt
                 if found.score > best.score:
                     best = found
     return best
+
+
+def cell_optimum(truth: TableTruth, study: Study, base: TrainConfig, metric: str, point: dict[str, Any]) -> Optimum:
+    config = canonical(apply_choices(base, point, study))
+    return Optimum(truth.true_score(config, metric), config, point)
 
 
 def best_point(

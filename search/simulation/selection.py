@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from search.answer.claims import TUNED, Contender, compare
-from search.answer.contenders import choose, collect, final_seeds, objective_metric_of
+from search.answer.contenders import choose, collect, final_seeds
 from search.simulation.study import SimulatedStudy
 from search.simulation.truth.model import Truth
 from search.tracking.outcome import COMPLETED
+from search.tracking.records import objective_metric_of
 from search.tracking.trial_record import TrialRecord
 from trainables.config import ConfigError
 from trainables.results import seed_key

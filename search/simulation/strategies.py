@@ -35,6 +35,8 @@ class Strategy:
     seed_count: SeedCount | None = None
     multivariate: bool = False  # an experiment: TPE over joint densities (search.simulation.study.searcher_for)
     screen: float | None = None  # --screen-fraction (None: the strategy's; 0: none)
+    strata: int | None = None  # --strata (None: the strategy's)
+    hedge: int | None = None  # --hedge (None: the strategy's)
 
     @property
     def group(self) -> str:
@@ -53,6 +55,8 @@ class Strategy:
     @property
     def fidelity(self) -> str:
         screen = "" if self.screen is None else f" screen={self.screen:g}"
+        screen += "" if self.strata is None else f" strata={self.strata}"
+        screen += "" if self.hedge is None else f" hedge={self.hedge}"
         return ("" if self.first_rung_seeds is None else f" first-rung={self.first_rung_seeds}") + screen
 
     def config(self, truth: str, search_seed: int, slots: int) -> SearchConfig:
@@ -70,6 +74,8 @@ class Strategy:
             max_concurrent=slots,
             first_rung_seeds=self.first_rung_seeds,
             screen_fraction=self.screen,
+            strata=self.strata,
+            hedge=self.hedge,
         )
 
 
@@ -174,6 +180,15 @@ FAMILIES.update(
         "default-k3": [
             Strategy("default", SearchConfig.search, 3, reduction_factor=3),
             Strategy("default", SearchConfig.search, 3),
+        ],
+        # issue 39, written before any was measured: the default with its rungs ranked within exposure strata, with a
+        # hedge of cells let past every rung below the last, and both; candidates for the rule in
+        # docs/search-strategies.md (the cheapest whose worst margin over the grid is within -0.03)
+        "exposure": [Strategy("default", SearchConfig.search, 0, strata=s, hedge=h) for s in (1, 3) for h in (0, 3, 6)],
+        "exposure-k3": [
+            Strategy("default", SearchConfig.search, 3, reduction_factor=3, strata=s, hedge=h)
+            for s in (1, 3)
+            for h in (0, 6)
         ],
         "default-more": [
             Strategy("default", SearchConfig.search, 5),

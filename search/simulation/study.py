@@ -4,7 +4,7 @@ on the :class:`Backend`'s simulated clock."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,7 @@ import optuna
 from ray.tune.schedulers import TrialScheduler
 
 from search.simulation.backend import Backend, Event, SeedCount, all_seeds
-from search.simulation.kind import SimulatedTrials
+from search.simulation.kind import SimulatedTrials, trial_kind
 from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
@@ -41,7 +41,7 @@ class SimulatedStudy:
 
 def simulated_plan(cfg: SearchConfig) -> StudyPlan:
     """``cfg``'s plan with simulated trials (``cfg.simulate``: the truth file): what ``search.run`` would run."""
-    return plan_offline(cfg, SimulatedTrials(cfg.simulate or ""))
+    return plan_offline(cfg, trial_kind(cfg.simulate) if cfg.simulate else SimulatedTrials(""))  # "": refused
 
 
 def searcher_for(study_plan: StudyPlan, multivariate: bool = False):
@@ -52,7 +52,8 @@ def searcher_for(study_plan: StudyPlan, multivariate: bool = False):
     return searcher_of(study_plan, storage=storage, sampler=sampler_of(study_plan, multivariate), name=name)
 
 
-SchedulerOf = Callable[[StudyPlan], TrialScheduler]  # what search.study.tuner.scheduler_of is
+# what search.study.tuner.scheduler_of is: the plan, and the primary's dev majority rate per metric
+SchedulerOf = Callable[[StudyPlan, Mapping[str, float]], TrialScheduler]
 
 
 def scheduled_seeds(study_plan: StudyPlan) -> SeedCount:
@@ -82,7 +83,7 @@ def simulate(
     trial's seeds report each epoch (:mod:`search.simulation.backend`); None: the study's own (every
     seed, or its seed schedule with ``--first-rung-seeds``); ``multivariate``: see :func:`searcher_for`."""
     study_plan = simulated_plan(cfg)
-    asha = scheduler(study_plan)
+    asha = scheduler(study_plan, dict(truth.majority))
     asha.set_search_properties(study_plan.objective, study_plan.mode)  # as tune.run does
     searcher = searcher_for(study_plan, multivariate)
     backend = Backend(

@@ -59,6 +59,10 @@ class SearchConfig:
     # a screen rung: the fraction of the first epoch after which every search trial first reports (halving rungs
     # decide there); None: the strategy's; 0: none
     screen_fraction: float | None = None
+    # cohort halving (search.study.cohort_rule): exposure strata of a rung's ranking, and cells let past every rung
+    # below the last (a hedge); None: the strategy's
+    strata: int | None = None
+    hedge: int | None = None
     study_file: str | None = None  # the .toml file the study came from (absolute); None: a built-in study
 
     def __post_init__(self) -> None:
@@ -104,6 +108,10 @@ class SearchConfig:
 
         if self.screen_fraction:  # 0: none
             check_screen(self.screen_fraction)
+        if self.strata is not None and self.strata < 1:
+            raise ConfigError(f"--strata {self.strata}: expected >= 1 (1: one ranking of every trial at a rung)")
+        if self.hedge is not None and self.hedge < 0:
+            raise ConfigError(f"--hedge {self.hedge}: expected >= 0 cells")
         check_first_rung(self, study_of(self, self.preset))  # study_of validates the ranges
 
 

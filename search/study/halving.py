@@ -42,9 +42,10 @@ from ray.tune.experiment.trial import Trial
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
+from search.study.cohort_rule import Cohort, CohortRule, hedged_positions
 from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
-from trainables.fidelity import family_leaders_kept
+from trainables.exposure import PRIMARY_PASSES
 
 PAUSED, PENDING, RUNNING = Trial.PAUSED, Trial.PENDING, Trial.RUNNING
 ENDED = (Trial.TERMINATED, Trial.ERROR)
@@ -61,11 +62,20 @@ class CohortHalving(ContenderKeepingASHA):
         cohort: int = 0,
         slots: int = 1,
         screen: float | None = None,
+        strata: int = 1,
+        hedge: int = 0,
+        hedge_seed: int = 0,
+        floor: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(grace_period=grace_period, reduction_factor=reduction_factor, **kwargs)
         self.grace, self.factor, self.cohort, self.slots = grace_period, reduction_factor, cohort, slots
         self.screen = screen  # the screen point inside the first epoch (a fraction), the first rung; None: none
+        self.strata = strata  # exposure strata of the ranking (search.study.cohort_rule); 1: none
+        self.hedged_at = hedged_positions(cohort, hedge, hedge_seed)  # cohort positions past every rung but the last
+        self.floor = floor  # the objective's majority rate (the metric's own sign); None: unknown
+        self.exposure: dict[float, dict[str, float]] = {}  # rung -> trial id -> passes over the primary there
+        self.failed: set[str] = set()  # cohort trials already let on once for a start at or below the floor
         self.members: list[str] = []  # the cohort's trial ids, in order of arrival
         self.records: dict[float, dict[str, float]] = {}  # rung -> trial id -> value (maximising sign)
         self.going_on: dict[float, set[str]] = {}  # rung -> cohort trials promoted past it (once decided)
@@ -76,6 +86,12 @@ class CohortHalving(ContenderKeepingASHA):
         self.families: dict[str, str] = {}  # trial id -> schema family
         self.baselines: set[str] = set()
         self.sides: dict[str, str | None] = {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Tune's tuner.pkl holds the scheduler as the study created it: one pickled before exposure strata, the
+        # hedge and the floor takes their neutral values (the rule it decided with)
+        neutral = {"strata": 1, "hedged_at": frozenset(), "floor": None, "exposure": {}, "failed": set()}
+        self.__dict__.update({**neutral, **state})
 
     @property
     def rungs(self) -> tuple[float, ...]:
@@ -163,6 +179,8 @@ class CohortHalving(ContenderKeepingASHA):
         if epoch not in self.rungs:
             return TrialScheduler.CONTINUE
         self.records.setdefault(epoch, {})[trial.trial_id] = value
+        if PRIMARY_PASSES in result:
+            self.exposure.setdefault(epoch, {})[trial.trial_id] = float(result[PRIMARY_PASSES])
         leads = self.record(epoch, self.sides.get(trial.trial_id), value)
         if trial.trial_id not in self.members:
             return self.asynchronous(trial.trial_id, epoch, value, leads)
@@ -270,30 +288,33 @@ class CohortHalving(ContenderKeepingASHA):
         return alive
 
     def promoted(self, epoch: float, trial_ids: list[str]) -> set[str]:
-        """Who goes on past rung ``epoch``: at the screen point, the top 1/reduction_factor of each schema
-        family (a fraction of an epoch in, families are not compared with each other at all); at the first
-        whole-epoch rung and every one below the last, the top 1/reduction_factor and each family's leader;
-        at the last, the top alone (unless it is the first). The baseline and each side's leader always."""
-        values = self.records[epoch]
-        ranked = sorted(trial_ids, key=lambda t: values[t], reverse=True)
-        families = {self.families[t] for t in trial_ids}
-        if epoch == self.__dict__.get("screen"):
-            keep = set()
-            for family in families:
-                members = [t for t in ranked if self.families[t] == family]
-                keep |= set(members[: math.ceil(len(members) / self.factor)])
-        else:
-            keep = set(ranked[: math.ceil(len(ranked) / self.factor)])
-        keep |= {t for t in trial_ids if t in self.baselines}
-        for side in {self.sides.get(t) for t in trial_ids} - {None}:
-            keep.add(next(t for t in ranked if self.sides.get(t) == side))
-        if self.keeps_leaders(epoch):
-            keep |= {next(t for t in ranked if self.families[t] == family) for family in families}
+        """Who goes on past rung ``epoch``: the cohort's rule (:mod:`search.study.cohort_rule`) on the trials'
+        values, exposure and roles; a trial found at the floor is remembered (it goes on past one rung only)."""
+        rule = self.rule()
+        values = {t: self.records[epoch][t] for t in trial_ids}
+        exposure = self.exposure.get(epoch, {})
+        hedged = {t for i, t in enumerate(self.members) if i in self.hedged_at}
+        cohort = Cohort(
+            values=values,
+            families={t: self.families[t] for t in trial_ids},
+            sides={t: self.sides.get(t) for t in trial_ids},
+            baselines=self.baselines & set(trial_ids),
+            passes={t: exposure[t] for t in trial_ids if t in exposure},
+            hedged=hedged,
+            failed_before=set(self.failed),
+        )
+        keep = rule.promote(epoch, cohort)
+        self.failed |= rule.at_floor(epoch, values)
         return keep
+
+    def rule(self) -> CohortRule:
+        """The decision rule at this study's rungs, the floor in the maximising sign."""
+        floor = None if self.floor is None else self._metric_op * self.floor
+        return CohortRule(self.factor, self.screen, self.grace, self._max_t, self.strata, floor)
 
     def keeps_leaders(self, epoch: float) -> bool:
         """Whether each family's leader goes on past whole-epoch rung ``epoch`` (not the screen)."""
-        return epoch != self.__dict__.get("screen") and family_leaders_kept(epoch, self.grace, self._max_t)
+        return self.rule().keeps_leaders(epoch)
 
     def leads_family(self, trial_id: str, epoch: float) -> bool:
         family, values = self.families.get(trial_id), self.records[epoch]

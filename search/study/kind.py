@@ -45,9 +45,9 @@ class TrialData:
 
 class TrialKind(abc.ABC):
     """How a study's trials come to their scores. :func:`search.study.plan.plan` asks :meth:`check`,
-    :meth:`default_preset` and :meth:`ray_cpus` while it plans; ``search.study.prepare.ready`` asks
-    :meth:`prepare` before Ray starts; the tuner asks :meth:`trainable`; finalize asks
-    :meth:`final_trainable`, :meth:`majority_on_test` and :attr:`registers_model`; the report asks
+    :meth:`default_preset`, :meth:`epochs`, :meth:`ray_cpus` and last :meth:`checked` while it plans;
+    ``search.study.prepare.ready`` asks :meth:`prepare` before Ray starts; the tuner asks :meth:`trainable`;
+    finalize asks :meth:`final_trainable`, :meth:`majority_on_test` and :attr:`registers_model`; the report asks
     :meth:`study_note`."""
 
     truth: str = ""  # the truth file a simulated study's scores come from; recorded as the invocation's ``simulate``
@@ -65,6 +65,15 @@ class TrialKind(abc.ABC):
 
     def check(self, study: Study) -> None:  # noqa: B027 (an optional hook)
         """Refuse a study this kind cannot run, before anything starts (one line)."""
+
+    def epochs(self, asked: int | None) -> int | None:
+        """The epochs every trial trains: ``asked`` (``--epochs``; None: the preset's), or the kind's own."""
+        return asked
+
+    def checked(self, plan: Any) -> Any:
+        """The :class:`~search.study.plan.StudyPlan` ``plan`` as made, or one line refusing what this kind cannot
+        run (asked last by ``plan``, before anything starts)."""
+        return plan
 
     @abc.abstractmethod
     def default_preset(self, gpus: float) -> tuple[str, str]:
@@ -156,7 +165,7 @@ class TrainedTrials(TrialKind):
         return self.trainable(TrialData(data, data_signature(everything, tokenizer), {}), objective, cpus, gpus)
 
     def majority_on_test(self, config: TrainConfig) -> dict[str, float]:
-        from trainables.batching import limit_rows
+        from trainables.rows import limit_rows
 
         task = get_task(config.primary, Path(config.data_dir), config.protocol)
         rows = task.examples("test")

@@ -60,6 +60,8 @@ class Rungs:
     grace_period: int
     reduction_factor: int
     max_t: int
+    strata: int = 1  # cohort halving: exposure strata of a rung's ranking (search.study.cohort_rule)
+    hedge: int = 0  # cohort halving: cells let past every rung below the last
 
 
 @dataclass(frozen=True)
@@ -191,6 +193,18 @@ def check_screen_rungs(cfg: SearchConfig, screen: float | None, search_reason: s
     return screen
 
 
+def rungs_of(cfg: SearchConfig, preset: Preset, epochs: int) -> Rungs:
+    """ASHA's rungs; a grace period past the last epoch stops nothing, as one at it does (a replay runs at its
+    table's epochs, whatever the grace period was chosen for)."""
+    strategy = strategy_of(cfg.search)
+    strata = cfg.strata if cfg.strata is not None else strategy.strata
+    hedge = cfg.hedge if cfg.hedge is not None else strategy.hedge
+    if (strata > 1 or hedge) and strategy.rungs != "halving":
+        raise ConfigError(f"--strata and --hedge act on cohort halving: --search {cfg.search} has none")
+    grace = min(cfg.grace_period or preset.grace_period, epochs)
+    return Rungs(grace, reduction_factor_of(cfg, preset), epochs, strata, hedge)
+
+
 def resources_of(cfg: SearchConfig, kind: TrialKind, site: Site, gpus: float) -> Resources:
     ray_cpus = kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, site.cpus)
     return Resources(cfg.cpus_per_trial, gpus, cfg.max_concurrent, cfg.max_failures, cfg.address, ray_cpus)
@@ -205,9 +219,9 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     study = study_of(cfg, preset_name)
     kind.check(study)
     preset = study.preset(preset_name)
-    base = base_config(cfg, study, preset)
+    base = base_config(replace(cfg, epochs=kind.epochs(cfg.epochs)), study, preset)
     cfg, search_reason = resolved_search(cfg, study, base, preset)
-    rungs = Rungs(cfg.grace_period or preset.grace_period, reduction_factor_of(cfg, preset), base.epochs)
+    rungs = rungs_of(cfg, preset, base.epochs)
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
     screen = check_screen_rungs(cfg, screen_of(cfg, base.warmup * base.epochs), search_reason)
@@ -224,7 +238,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus, screen or 0.0)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation
-    return StudyPlan(
+    made = StudyPlan(
         study=study,
         preset_name=preset_name,
         preset_reason=preset_reason,
@@ -254,6 +268,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         finalize=cfg.finalize,
         final_seeds=cfg.final_seeds or preset.final_seeds,
     )
+    return kind.checked(made)  # what the kind cannot run is refused here, before anything starts
 
 
 @dataclass(frozen=True)
@@ -333,12 +348,15 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
         tasks=(study.primary,),
         primary=study.primary,
         sampling=SamplingConfig(),
-        encoder=EncoderConfig(model=cfg.model or preset.model, max_seq_length=preset.max_seq_length),
+        encoder=EncoderConfig(
+            model=cfg.model or preset.model, max_seq_length=preset.max_seq_length, layers=preset.layers
+        ),
         epochs=cfg.epochs or preset.epochs,
         batch_size=preset.batch_size,
         seed=0,
         lr=preset.lr or TrainConfig.lr,
         max_train_examples=preset.max_train_examples,
+        train_fraction=preset.train_fraction,
         max_eval_examples=preset.max_eval_examples,
         max_auxiliary_eval_examples=preset.max_auxiliary_eval_examples,
         protocol=cfg.protocol,

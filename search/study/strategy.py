@@ -39,10 +39,15 @@ class SearchStrategy:
     # the baseline the first rung's throughout (search.study.plan.seed_schedule)
     finalist_seeds: bool = False
     seeds: int | None = None  # K, where neither --seeds nor the preset says (None: search.study.config's 3)
+    # halving rungs only (search.study.cohort_rule): rank within this many strata of equal exposure to the primary
+    # (1: all together, families at the screen), and let this many cells, drawn before any result, past every rung
+    # below the last (a hedge for late bloomers no early score distinguishes)
+    strata: int = 1
+    hedge: int = 0
 
     def __post_init__(self) -> None:
-        if self.screen is not None and self.rungs != "halving":
-            raise ValueError(f"search strategy {self.name}: a screen point needs halving rungs")
+        if (self.screen is not None or self.strata > 1 or self.hedge) and self.rungs != "halving":
+            raise ValueError(f"search strategy {self.name}: a screen point, strata and a hedge need halving rungs")
         for key, allowed in (("first", FIRST), ("sampler", SAMPLERS), ("rungs", RUNGS)):
             if getattr(self, key) not in allowed:
                 value = getattr(self, key)

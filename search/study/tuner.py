@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +29,7 @@ from search.study.scheduler import ContenderKeepingASHA, FamilyASHA
 from search.study.searcher import CanonicalOptunaSearch
 from search.study.strategy import strategy_of
 from search.tracking import records as rec
-from search.tracking.records import Invocation
+from search.tracking.records import Invocation, objective_metric_of
 from search.tracking.runs import start_parent_run
 from search.tracking.sink import spool_path, study_spool
 from search.tracking.spool import Spool
@@ -113,7 +114,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     make_sqlite_folder(stores.optuna_storage)  # a new --storage folder that holds Optuna's file
     say_baseline_moves(plan)
     guard = guard_of(plan)
-    searcher, scheduler = searcher_of(plan), scheduler_of(plan)
+    searcher, scheduler = searcher_of(plan), scheduler_of(plan, data.majority)
     params = plan.invocation.to_params()
     parent = start_parent_run(stores.tracking_uri, plan.study.name, plan.name, params, stores.artifact_root)
     spool = study_spool(spool_path(plan.path), stores.tracking_uri, parent, stores.tracking_grace)
@@ -229,9 +230,10 @@ def work_of(plan: StudyPlan) -> Work:
     return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor, passes, fidelity)
 
 
-def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
+def scheduler_of(plan: StudyPlan, majority: Mapping[str, float] | None = None) -> ContenderKeepingASHA:
     """ASHA over epochs that keeps the baseline and each side's leader; the plan's rungs; with
-    ``--first-rung-seeds``, paired on the seeds each rung's trials have."""
+    ``--first-rung-seeds``, paired on the seeds each rung's trials have. ``majority``: the primary's dev
+    majority rate per metric (cohort halving lets a trial at or below it on once: a failed start)."""
     rungs = strategy_of(plan.search).rungs
     common = dict(
         time_attr="training_iteration",
@@ -243,5 +245,15 @@ def scheduler_of(plan: StudyPlan) -> ContenderKeepingASHA:
     if rungs == "halving":
         # its rungs are epochs (a screen point is 0.5 of one), not results counted
         common["time_attr"] = "epoch"
-        return CohortHalving(**common, cohort=len(plan.points), slots=plan.resources.max_concurrent, screen=plan.screen)
+        metric = objective_metric_of(plan.objective, plan.study.primary_name)
+        return CohortHalving(
+            **common,
+            cohort=len(plan.points),
+            slots=plan.resources.max_concurrent,
+            screen=plan.screen,
+            strata=plan.rungs.strata,
+            hedge=plan.rungs.hedge,
+            hedge_seed=plan.search_seed,
+            floor=(majority or {}).get(metric or ""),
+        )
     return (FamilyASHA if rungs == "family" else ContenderKeepingASHA)(**common)

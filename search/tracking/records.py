@@ -8,7 +8,7 @@ the tests. No MLflow or Ray here, so that any reader can import it. Layout of a 
   finalize, ``final/...``; tags ``final_verdict``, ``final_winner``, ``final_model``);
 - its children are the search's trials (``kind=trial``) and the seeds finalize trained
   (``kind=final``, ``final_for`` = the trial's run id): params :class:`TrialParams`, metrics per
-  epoch ``objective``, ``objective_std``, ``<key>/mean``, ``<key>/std``, ``<key>/seed<S>``.
+  epoch ``objective``, ``objective_std``, ``<key>/mean``, ``<key>/std``, ``<key>/seed<S>``, ``primary_passes``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import MISSING, asdict, dataclass, fields
 
 from spaces.canonical import STRATEGY_PARAMS, WEIGHTED, strategy_params, task_label
 from trainables.config import ConfigError, TrainConfig
+from trainables.exposure import PRIMARY_PASSES
 from trainables.results import FAILURE_REASON, seed_key
 
 # -- tags ---------------------------------------------------------------------------
@@ -50,6 +51,9 @@ OBJECTIVE, OBJECTIVE_STD = "objective", "objective_std"  # a trial's score under
 # a result at a screen point inside the first epoch is logged at step 0 (MLflow's steps are integers), with
 # this metric holding the point (0.5): the learning-curve plot puts it there
 SCREEN_EPOCH = "screen/epoch"
+# passes over the primary's training rows so far (trainables.exposure): the trial's result key, logged under its
+# own name at every step beside the scores, so a curve can be read against exposure as well as epochs
+PASSES = PRIMARY_PASSES
 MAJORITY_PREFIX = "majority/dev/"
 
 
@@ -81,6 +85,13 @@ def mean_key(key: str) -> str:
 def strip_mean(key: str) -> str:
     """``semeval/dev/acc_4way/mean`` -> ``semeval/dev/acc_4way``; other keys unchanged."""
     return key[: -len("/mean")] if key.endswith("/mean") else key
+
+
+def objective_metric_of(objective: str, primary: str) -> str | None:
+    """``semeval/dev/acc_4way/mean`` -> ``acc_4way``; None for objectives off the primary's dev split."""
+    name = strip_mean(objective)
+    prefix = f"{primary}/dev/"
+    return name[len(prefix) :] if name.startswith(prefix) else None
 
 
 @dataclass(frozen=True)

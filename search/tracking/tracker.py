@@ -31,12 +31,15 @@ logger = logging.getLogger(__name__)
 
 
 def numeric(result: dict[str, Any], objective: str | None) -> dict[str, float]:
-    """The metrics of one result: ours (slashed keys; Tune's bookkeeping and ``epoch``, the
-    step, stay out) plus ``objective`` and ``objective_std`` named as such."""
+    """The metrics of one result: ours (slashed keys, and ``primary_passes``; Tune's bookkeeping and
+    ``epoch``, the step, stay out) plus ``objective`` and ``objective_std`` named as such."""
     out = {
         k: float(v)
         for k, v in result.items()
-        if "/" in k and isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+        if ("/" in k or k == rec.PASSES)
+        and isinstance(v, (int, float))
+        and not isinstance(v, bool)
+        and math.isfinite(float(v))
     }
     if objective and objective in out:
         out[rec.OBJECTIVE] = out[objective]

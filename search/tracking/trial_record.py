@@ -110,8 +110,9 @@ class TrialRecord:
         return point * float(seeds)
 
     def columns(self) -> dict[str, Any]:
-        """The record as a row of ``trials.csv``: its fields, the objective per seed (``objective/seed<S>``)
-        and every dev and test score (``{task}/{split}/{metric}`` mean, ``... std``, per seed ``.../seed<S>``)."""
+        """The record as a row of ``trials.csv``: its fields, its passes over the primary's training rows
+        (``primary_passes``), the objective per seed (``objective/seed<S>``) and every dev and test score
+        (``{task}/{split}/{metric}`` mean, ``... std``, per seed ``.../seed<S>``)."""
         row: dict[str, Any] = {
             "trial": self.number,
             "label": self.label,
@@ -135,6 +136,7 @@ class TrialRecord:
             "start_time": self.start_time,
             "final_for": self.final_for,
             "seed_epochs": self.seed_epochs,
+            rec.PASSES: float(self.metrics.get(rec.PASSES, math.nan)),  # NaN: a study from before it was counted
         }
         for key, value in self.metrics.items():
             name = key[: -len("/mean")]

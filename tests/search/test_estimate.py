@@ -1,5 +1,6 @@
 import argparse
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -110,3 +111,33 @@ def test_the_halving_estimate_is_what_simulated_studies_on_the_null_truth_train(
     )
     measured = sum(s.seed_epochs for s in spent) / len(spent)
     assert estimate == pytest.approx(measured, rel=0.05), (estimate, measured)
+
+
+def test_the_grid_exposure_spans_the_primarys_passes_per_epoch():
+    """absa's grid with hand-made sizes: semeval 100 rows, sst2 300, pos 200, sentihood 400, batch 10 (10, 30, 20,
+    40 batches), 2 epochs: an epoch is the mean of the tasks' batches, the schema the primary's share of it."""
+    from search.estimate import grid_exposure
+    from spaces import get_study
+    from trainables.config import TrainConfig
+
+    study = get_study("absa")
+    base = TrainConfig(tasks=(study.primary,), primary=study.primary, batch_size=10, epochs=2)
+    sizes = {t: {"train": n} for t, n in {"semeval": 100, "sst2": 300, "pos": 200, "sentihood": 400}.items()}
+    exposure = grid_exposure(study, base, sizes)
+    # the fewest: all three auxiliaries one step in four (round robin, the first cell of the tie with random):
+    # 25 steps / 4 = 6.25 of 10 batches; the most: sentihood squared, 16 / (16 + 4) of 25 steps = 20 batches
+    assert (exposure.single, exposure.low, exposure.high) == pytest.approx((1.0, 0.625, 2.0))
+    assert exposure.line() == (
+        "1.00 single-task, 0.62-2.00 multitask (sst2+pos+sentihood sequential .. sentihood square)"
+    )
+    alone = replace(study, candidates=())
+    assert grid_exposure(alone, base, sizes).line() == "1.00 single-task"
+
+
+def test_the_estimate_prints_the_exposure_in_one_line(data_dir):
+    from search.estimate import estimate
+    from search.study.config import SearchConfig
+
+    line = estimate(SearchConfig("absa", preset="smoke"), None, None)["primary_passes_per_epoch"]
+    # at most 500 rows of every task: round robin over all four gives the primary a quarter of an epoch
+    assert line.startswith("1.00 single-task, 0.25-") and "(sst2+pos+sentihood sequential .. " in line

@@ -1,4 +1,6 @@
+import dataclasses
 import json
+import math
 import subprocess
 import sys
 
@@ -7,10 +9,13 @@ import pytest
 import torch
 from conftest import strip_timing, tiny_config
 
+from spaces.studies import Preset
 from trainables.batching import IGNORE, Padding, collate, encode, limit_rows
-from trainables.config import ConfigError, EncoderConfig
+from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
+from trainables.exposure import PRIMARY_PASSES, primary_passes
 from trainables.loop import DivergedError, Trainer, prepare_data, train
 from trainables.model import DEFAULT_MODEL, build_model, default_summary, load_tokenizer, resolve_model_path, summarize
+from trainables.rows import training_sizes
 from trainables.tasks import get_task
 
 
@@ -387,3 +392,105 @@ def test_compiled_training_builds_one_graph_for_every_task(tiny_bert):
     # the whole model compiled guarded on the task name: 3 graphs here, one per task
     assert not any("task" in str(r) for failures in guard_failures.values() for r in failures)
     assert counters["stats"]["unique_graphs"] == 1
+
+
+# -- exposure: passes over the primary's training rows (trainables.exposure) ----------------------
+def exposure_run(tiny_bert, points, **kw) -> tuple[Trainer, list[dict[str, float]]]:
+    trainer = Trainer(tiny_config(tiny_bert, max_eval_examples=10, evaluate_test=False, **kw))
+    return trainer, [trainer.run_to(p) for p in points]
+
+
+def test_a_run_reports_the_primary_batches_it_drew_per_pass(tiny_bert):
+    """A sampled schema: the primary's batches drawn over its batches per pass, near the expected count."""
+    trainer, epochs = exposure_run(
+        tiny_bert, (1, 2), sampling=SamplingConfig("prop"), batch_size=2, max_train_examples=50
+    )
+    config, per_pass = trainer.config, len(trainer.batches[0])  # the primary is the first task
+    drawn = np.cumsum([m["sampling/steps/semeval"] for m in epochs])
+    assert [m[PRIMARY_PASSES] for m in epochs] == (drawn / per_pass).tolist()
+    assert trainer.primary_passes == epochs[-1][PRIMARY_PASSES]
+    sizes = training_sizes(config)
+    assert sizes == {n: len(trainer.data[n].train) for n in config.tasks}  # the rows prepare_data keeps
+    # prop over (4, 2, 2): half the draws are the primary's; binomial spread of the count, in passes
+    draws = 2 * trainer.steps_per_epoch
+    spread = math.sqrt(draws * 0.5 * 0.5) / per_pass
+    assert abs(epochs[-1][PRIMARY_PASSES] - primary_passes(config, sizes, 2)) < 3 * spread
+
+
+@pytest.mark.parametrize("tasks, schema", [(("semeval",), "prop"), (("semeval", "sst2"), "sequential")])
+def test_single_task_and_round_robin_runs_see_exactly_the_expected_passes(tiny_bert, tasks, schema):
+    # semeval 25 rows, sst2 40: 4 and 5 batches of 8, 4 steps an epoch (a multiple of 2: round robin is exact)
+    trainer, results = exposure_run(
+        tiny_bert, (0.5, 1, 2), tasks=tasks, sampling=SamplingConfig(schema), max_train_examples=40
+    )
+    sizes = training_sizes(trainer.config)
+    assert [m[PRIMARY_PASSES] for m in results] == [primary_passes(trainer.config, sizes, p) for p in (0.5, 1, 2)]
+    if len(tasks) == 1:
+        assert [m[PRIMARY_PASSES] for m in results] == [0.5, 1.0, 2.0]
+
+
+def test_primary_passes_survive_a_checkpoint(tiny_bert, tmp_path):
+    kw = dict(tasks=("semeval", "sst2"), max_train_examples=40, sampling=SamplingConfig("prop"))
+    _, straight = exposure_run(tiny_bert, (0.5, 1, 2), **kw)
+    first, _ = exposure_run(tiny_bert, (0.5,), **kw)
+    first.save(tmp_path / "screen.pt")
+    second = Trainer(first.config)
+    second.load(tmp_path / "screen.pt")
+    assert second.primary_batches == first.primary_batches
+    assert [second.run_to(p)[PRIMARY_PASSES] for p in (1, 2)] == [m[PRIMARY_PASSES] for m in straight[1:]]
+    # a checkpoint from before exposure was counted: the expected count where it stands (round robin: exact)
+    rr, _ = exposure_run(tiny_bert, (1,), **{**kw, "sampling": SamplingConfig("sequential")})
+    state = rr.state_dict()
+    del state["primary_batches"]
+    old = Trainer(rr.config)
+    old.load_state_dict(state)
+    assert old.primary_batches == rr.primary_batches == 2
+
+
+def test_train_fraction_keeps_the_tasks_size_ratios(data_dir):
+    config = TrainConfig(tasks=("semeval", "sst2", "pos"), primary="semeval", data_dir=str(data_dir))
+    whole, tenth = training_sizes(config), training_sizes(config.with_(train_fraction=0.1))
+    for task, rows in whole.items():
+        assert tenth[task] == pytest.approx(0.1 * rows, abs=25)  # whole groups: semeval's hold 25 rows
+    capped = training_sizes(config.with_(train_fraction=0.1, max_train_examples=1000))
+    assert capped == {"semeval": 1000, "sst2": 1000, "pos": 1000}  # the cap, where it is the smaller
+
+
+@pytest.mark.parametrize("fraction", [0.0, -0.5, 1.5])
+def test_train_fraction_is_a_fraction(fraction):
+    with pytest.raises(ConfigError, match=rf"train_fraction {fraction}: expected a fraction in \(0, 1\]"):
+        TrainConfig(tasks=("sst2",), primary="sst2", train_fraction=fraction)
+    with pytest.raises(ConfigError, match=rf"train_fraction {fraction}: expected a fraction in \(0, 1\]"):
+        Preset(train_fraction=fraction)
+
+
+def test_train_limit_is_the_fraction_up_to_the_cap():
+    config = TrainConfig(tasks=("sst2",), primary="sst2", train_fraction=0.5)
+    assert (config.train_limit(11), config.with_(train_fraction=0.001).train_limit(11)) == (6, 1)
+    assert config.with_(max_train_examples=4).train_limit(11) == 4
+    assert config.with_(train_fraction=None).train_limit(11) is None
+
+
+def test_layers_keep_the_encoders_first_layers(tiny_bert):
+    from trainables.model import load_encoder
+
+    full = load_encoder(EncoderConfig(str(tiny_bert)))
+    one = load_encoder(EncoderConfig(str(tiny_bert), layers=1))
+    assert (len(full.encoder.layer), len(one.encoder.layer), one.config.num_hidden_layers) == (2, 1, 1)
+    kept, first = one.encoder.layer[0].state_dict(), full.encoder.layer[0].state_dict()
+    assert all(torch.equal(kept[k], first[k]) for k in first)  # the checkpoint's first layer, not a fresh one
+    with pytest.raises(ConfigError, match="layers 0: expected >= 1"):
+        EncoderConfig(str(tiny_bert), layers=0)
+    with pytest.raises(ConfigError, match="layers 0: expected >= 1"):
+        Preset(layers=0)
+
+
+def test_train_fraction_and_layers_round_trip_through_the_flat_dict(tiny_bert):
+    plain = tiny_config(tiny_bert)
+    config = plain.with_(train_fraction=0.25, encoder=dataclasses.replace(plain.encoder, layers=1))
+    flat = config.to_dict()
+    assert (flat["train_fraction"], flat["encoder.layers"]) == (0.25, 1)
+    assert TrainConfig.from_dict(flat) == config
+    # a trial config written before them: every row, every layer
+    older = {k: v for k, v in flat.items() if k not in ("train_fraction", "encoder.layers")}
+    assert TrainConfig.from_dict(older) == plain

@@ -142,6 +142,7 @@ def test_shared_data_is_used_only_for_a_matching_signature(tiny_bert, tiny_xlnet
     assert data_signature(base, bert) == data_signature(same, bert)
     assert data_signature(base, bert) != data_signature(base, xlnet)  # another tokenizer: other token ids
     assert data_signature(base, bert) != data_signature(base.with_(max_train_examples=50), bert)
+    assert data_signature(base, bert) != data_signature(base.with_(train_fraction=0.5), bert)
     assert data_signature(base, bert) != data_signature(
         base.with_(encoder=EncoderConfig(model=str(tiny_bert), max_seq_length=64)), bert
     )
@@ -197,6 +198,19 @@ def run_in_process(tmp_path, monkeypatch, config, **kw):
     monkeypatch.setattr(tt, "placement", lambda: {"hostname": "here", "torch_device": "cpu"})
     results = fake.run(tt.multitask_trainable, config, metric="semeval/dev/acc_4way/mean")
     return fake, [{k: v for k, v in strip_timing([r])[0].items() if k != "restored_from_epoch"} for r in results]
+
+
+def test_the_trainable_reports_the_seeds_mean_primary_passes_beside_the_epoch(
+    tmp_path, monkeypatch, tiny_bert, data_dir
+):
+    """A trial-level value like ``epoch``: one number (the seeds' mean), no per-seed or spread keys."""
+    from conftest import tiny_config
+
+    train = tiny_config(tiny_bert, tasks=("semeval",), epochs=2, max_train_examples=25, max_eval_examples=10)
+    config = {"train": train.with_(data_dir=str(data_dir)).to_dict(), "seeds": [1, 2], "key": "k", "label": "t01"}
+    _, results = run_in_process(tmp_path, monkeypatch, config)
+    assert [(r["epoch"], r["primary_passes"]) for r in results] == [(1, 1.0), (2, 2.0)]  # single task: epochs
+    assert not any(k.startswith("primary_passes/") for r in results for k in r)
 
 
 @pytest.mark.slow

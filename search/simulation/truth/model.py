@@ -33,13 +33,17 @@ from search.simulation.truth.terms import (
     Collapse,
     Curve,
     LearningCurve,
+    Match,
+    Transient,
     auxiliary_of,
     exponent_of,
     task_name,
 )
 from trainables.config import ConfigError, TrainConfig
+from trainables.exposure import PRIMARY_PASSES, primary_passes
 from trainables.fidelity import epoch_value
 from trainables.results import aggregate, seed_values_kept
+from trainables.rows import training_sizes
 from trainables.sampling import make_sampler
 
 # the adaptive strategies (issue 19) a truth can give a gain, each where it acts in a canonical config
@@ -62,6 +66,9 @@ class Noise:
 class Learning:
     gap: float = 0.0  # true deficit after the first of E epochs, falling linearly to 0 at epoch E
     multitask_gap: float = 0.0  # extra deficit of multitask configs (slow starters: what misleads ASHA)
+    # "passes": the shared curve is ``curve`` (a LearningCurve over the primary's passes), not gap
+    unit: str = "epochs"
+    curve: LearningCurve | None = None
     loss_start: float = 1.0  # train/loss after the first epoch
     loss_end: float = 0.3  # and after the last
 
@@ -93,6 +100,10 @@ class Truth:
     bonus: tuple[Bonus, ...] = ()
     curves: tuple[LearningCurve, ...] = ()  # the first that matches a config is its learning curve
     collapse: tuple[Collapse, ...] = ()
+    transient: tuple[Transient, ...] = ()
+    # training rows per task spec at the simulated preset (``[sizes]``); tasks not listed are read from the
+    # study's data (trainables.prepare.training_sizes): what each config's passes over the primary are computed from
+    sizes: Mapping[str, int] = field(default_factory=dict)
     strategy: Mapping[str, float] = field(default_factory=dict)  # STRATEGIES -> gain where it acts
     layer_decay: Curve = Curve(1.0, 0.0)  # over the layer-wise lr decay factor (1: off)
     learning: Learning = Learning()
@@ -139,27 +150,73 @@ class Truth:
         collapsed seeds included (they score the majority's)."""
         offset = self.noise.test_offset if split == "test" else 0.0
         trained = self.tasks[self.primary][metric] + self.effect(config) + offset
+        if self.curve_of(config).in_passes:  # a config that ends short of the curve's end ends below its best
+            trained -= self.deficit(config, config.epochs, metric)
         p = self.collapse_chance(config)
         return trained if not p else (1 - p) * trained + p * self.majority[metric]
 
     def deficit(self, config: TrainConfig, epoch: float, metric: str = "") -> float:
-        """The learning curve: how far below its final score a config is after ``epoch`` (1-based):
-        the first ``[[curve]]`` that matches it, else the shared ``[learning]`` gap falling linearly.
-        Inside the first epoch (a screen point) the primary's ``metric`` rises linearly from the
-        ``[majority]`` score (an untrained model's) at 0 to the config's score after epoch 1; a metric
-        without a majority score stays at its epoch-1 deficit there."""
+        """The learning curve: how far below its converged score a config is after ``epoch`` (1-based):
+        the first ``[[curve]]`` that matches it, else the shared ``[learning]`` curve (over epochs: the gap
+        falling linearly to 0 at the last epoch; over passes: read at the config's passes over the primary).
+        Before the first point of the curve (a screen point inside the first epoch; over passes, any point
+        short of the curve's first) the primary's ``metric`` rises linearly from the ``[majority]`` score (an
+        untrained model's) to the curve's first point; a metric without a majority score stays at the first
+        point's deficit there."""
+        curve = self.curve_of(config)
+        if curve.in_passes:
+            x, first = self.passes(config, epoch), curve.passes[0]
+            if x >= first:
+                return curve.at_passes(x)
+            return self.untrained_to(config, metric, x / first, curve.at_passes(first))
         if epoch < 1:
-            first = self.deficit(config, 1)
-            if metric not in self.majority:
-                return first
-            untrained = self.tasks[self.primary][metric] + self.effect(config) - self.majority[metric]
-            return (1 - epoch) * untrained + epoch * first
-        for curve in self.curves:
-            if curve.match.applies(config):
-                return curve.at(epoch, config.epochs)
+            return self.untrained_to(config, metric, epoch, self.deficit(config, 1))
+        if curve is not SHARED:
+            return curve.at(epoch, config.epochs)
         share = (config.epochs - epoch) / (config.epochs - 1) if config.epochs > 1 else 0.0
         multitask = len(config.tasks) > 1
         return share * (self.learning.gap + (self.learning.multitask_gap if multitask else 0.0))
+
+    def untrained_to(self, config: TrainConfig, metric: str, fraction: float, first: float) -> float:
+        """The deficit at ``fraction`` of the way from an untrained model (the majority's score) to the
+        curve's first point, where the deficit is ``first``."""
+        if metric not in self.majority:
+            return first
+        untrained = self.tasks[self.primary][metric] + self.effect(config) - self.majority[metric]
+        return (1 - fraction) * untrained + fraction * first
+
+    def curve_of(self, config: TrainConfig) -> LearningCurve:
+        """The first ``[[curve]]`` that matches ``config``, else the shared one (:data:`SHARED` over epochs)."""
+        for curve in self.curves:
+            if curve.match.applies(config):
+                return curve
+        return self.learning.curve or SHARED
+
+    def passes(self, config: TrainConfig, point: float) -> float:
+        """The config's expected passes over the primary's training rows after ``point`` epochs."""
+        return primary_passes(config, self.sizes_of(config), point)
+
+    def sizes_of(self, config: TrainConfig) -> dict[str, int]:
+        """Training rows per task of ``config``: ``[sizes]``, else the study's data at the simulated preset."""
+        listed = {t: self.sizes.get(t, self.sizes.get(task_name(t))) for t in config.tasks}
+        if all(v is not None for v in listed.values()):
+            return {t: int(v) for t, v in listed.items()}  # type: ignore[arg-type]
+        try:
+            return {**training_sizes(config), **{t: int(v) for t, v in listed.items() if v is not None}}
+        except (OSError, ValueError) as exc:  # DataError is a ValueError
+            raise TruthError(
+                f"{self.path or self.name}: sizes: the training sizes of {', '.join(config.tasks)} are neither in "
+                f"[sizes] nor readable from the data root {config.data_dir} ({exc}); expected one or the other"
+            ) from None
+
+    def passes_reported(self, config: TrainConfig, point: float) -> dict[str, float]:
+        """``{primary_passes: ...}`` where the sizes are known; {} for a truth over epochs without data."""
+        try:
+            return {PRIMARY_PASSES: self.passes(config, point)}
+        except TruthError:
+            if any(c.in_passes for c in (*self.curves, self.learning.curve) if c is not None):
+                raise
+            return {}
 
     def collapse_chance(self, config: TrainConfig) -> float:
         """The chance that one seed of ``config`` collapses: the largest of the ``[[collapse]]`` tables'."""
@@ -169,6 +226,15 @@ class Truth:
         """Whether seed ``seed`` of config ``key`` collapsed (the same draw at every epoch and split)."""
         p = self.collapse_chance(config)
         return bool(p) and uniform(self.seed, "collapse", key, seed) < p
+
+    def transient_of(self, config: TrainConfig, key: str, seed: int, epoch: float) -> float | None:
+        """How far below the majority rate seed ``seed`` of config ``key`` sits at ``epoch``, where it is in a
+        transient failure there (the first ``[[transient]]`` that matches the config), else None."""
+        for i, t in enumerate(self.transient):
+            if t.match.applies(config):
+                failed = uniform(self.seed, "transient", i, key, seed) < t.probability
+                return t.below_majority if failed and epoch <= t.until else None
+        return None
 
     def luck(self, key: str, seed: int) -> float:
         """Seed ``seed``'s effect on config ``key``: its own part and the part every config shares."""
@@ -201,7 +267,11 @@ class Truth:
         metric's seed mean and std, per-seed values of the primary's scores and of ``objective``."""
         primary = task_name(config.primary)
         per_seed = [self.epoch_metrics(config, key, s, epoch) for s in seeds]
-        return aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective))
+        # the exposure is the trial's, as the real trainable reports it: one value beside ``epoch``
+        return {
+            **aggregate(per_seed, seeds, lambda k: seed_values_kept(k, primary, objective)),
+            **self.passes_reported(config, epoch_value(epoch)),
+        }
 
     def score(
         self, config: TrainConfig, key: str, seed: int, epoch: float, split: str, task: str, metric: str, base: float
@@ -214,6 +284,10 @@ class Truth:
         )
         if task == self.primary and metric in self.majority and self.collapsed(config, key, seed):
             return self.majority[metric]
+        if task == self.primary and metric in self.majority:
+            down = self.transient_of(config, key, seed, epoch)
+            if down is not None:
+                return max(0.0, self.majority[metric] - down)
         if task == self.primary:
             value += self.effect(config) + self.luck(key, seed) + (self.noise.test_offset if split == "test" else 0.0)
         return min(1.0, max(0.0, value))
@@ -238,6 +312,9 @@ class Truth:
             out[f"sampling/steps/{name}"] = float(round(p * steps))
             out[f"train/{name}/loss"] = out["train/loss"]
         return out
+
+
+SHARED = LearningCurve(Match(), ())  # the [learning] gap over epochs: the curve of configs no [[curve]] matches
 
 
 def draw(sd: float, *coordinates: Any) -> float:

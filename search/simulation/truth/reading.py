@@ -10,11 +10,14 @@ Layout (every table optional except ``[tasks.<primary>]``; docs/truth-files.md, 
     [lr]         peak, depth       [warmup]   peak, depth
     [[bonus]]    gain, and any of: auxiliary = [...], contains = [...], schemas = [...],
                  exponent = [low, high], anneal_c = [low, high]
-    [[curve]]    deficit = [d1, ..., d(E-1)], and any of bonus's matching keys, or single_task = true
+    [[curve]]    deficit = [d1, ..., d(E-1)], and any of bonus's matching keys, or single_task = true;
+                 over passes (unit = "passes", or [learning]'s unit): passes = [p1, ...], deficit = [d1, ...]
     [[collapse]] lr_above, probability
+    [[transient]] probability, until, below_majority, and any of bonus's matching keys, or single_task = true
     [strategy]   bandit, all_tasks, uncertainty, pcgrad, unfreeze = gain where it acts
     [layer_decay] peak, depth
-    [learning]   gap, multitask_gap, loss_start, loss_end
+    [learning]   gap, multitask_gap, loss_start, loss_end; or unit = "passes", passes = [...], deficit = [...]
+    [sizes]      <task> = training rows at the simulated preset (else read from the study's data)
     [time]       seconds_per_epoch, scale, steps_per_epoch
     [tasks.<task>]  <metric> = true base score
     [majority]   <metric> = the constant predictor's score on the primary
@@ -29,11 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from search.simulation.truth.model import STRATEGIES, Learning, Noise, Timing, Truth, TruthError
-from search.simulation.truth.terms import Bonus, Collapse, Curve, LearningCurve, Match
+from search.simulation.truth.replay import TableTruth, load_table_truth
+from search.simulation.truth.terms import Bonus, Collapse, Curve, LearningCurve, Match, Transient
 from trainables.sampling import SAMPLERS
 
 TOP = ("name", "primary", "seed", "noise", "auxiliary", "schema", "exponent", "anneal_c", "lr", "warmup")
 TOP += ("bonus", "strategy", "layer_decay", "learning", "time", "tasks", "majority", "curve", "collapse")
+TOP += ("transient", "sizes")
+UNITS = ("epochs", "passes")
 MATCH = ("auxiliary", "contains", "schemas", "exponent", "anneal_c")  # what [[bonus]] and [[curve]] match on
 NONNEGATIVE = {"seed_sd", "shared_seed_sd", "eval_sd", "depth", "seconds_per_epoch", "scale", "gap", "multitask_gap"}
 
@@ -131,17 +137,107 @@ def bonuses(raw: dict[str, Any], path: str) -> tuple[Bonus, ...]:
     return tuple(out)
 
 
-def curves(raw: dict[str, Any], path: str) -> tuple[LearningCurve, ...]:
-    usage = "deficit = [d1, ..., d(E-1)] and any of " + ", ".join(MATCH) + ", or single_task = true"
+def curves(raw: dict[str, Any], path: str, unit: str) -> tuple[LearningCurve, ...]:
+    """``[[curve]]`` tables, each over ``unit`` ([learning]'s) unless it says its own."""
+    usage = (
+        "deficit = [d1, ..., d(E-1)] (over passes: passes = [p1, ...] beside it) and any of "
+        + ", ".join(MATCH)
+        + ", or single_task = true"
+    )
     out = []
     for i, entry in enumerate(listed(raw, "curve", path)):
         where = f"curve[{i}]"
-        match = match_of(entry, where, path, ("deficit", "single_task"), usage)
-        deficit = entry.get("deficit")
-        if not (isinstance(deficit, list) and deficit):
-            raise TruthError(f"{path}: {where}.deficit = {deficit!r}: expected a non-empty list of numbers")
-        out.append(LearningCurve(match, tuple(number(d, f"{where}.deficit", path) for d in deficit)))
+        match = match_of(entry, where, path, ("deficit", "single_task", "unit", "passes"), usage)
+        own = unit_of(entry, where, path, unit)
+        out.append(LearningCurve(match, *deficits(entry, where, path, own)))
     return tuple(out)
+
+
+def unit_of(entry: dict[str, Any], where: str, path: str, default: str) -> str:
+    unit = entry.get("unit", default)
+    if unit not in UNITS:
+        raise TruthError(f"{path}: {where}.unit = {unit!r}: expected one of {', '.join(map(repr, UNITS))}")
+    return unit
+
+
+def deficits(entry: dict[str, Any], where: str, path: str, unit: str) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(deficit, passes) of a curve: over epochs, passes is (); over passes, one increasing point per deficit."""
+    deficit = entry.get("deficit")
+    if not (isinstance(deficit, list) and deficit):
+        raise TruthError(f"{path}: {where}.deficit = {deficit!r}: expected a non-empty list of numbers")
+    values = tuple(number(d, f"{where}.deficit", path) for d in deficit)
+    if unit == "epochs":
+        if "passes" in entry:
+            raise TruthError(f'{path}: {where}.passes: expected only with unit = "passes" (this curve is over epochs)')
+        return values, ()
+    passes = entry.get("passes")
+    if not (isinstance(passes, list) and len(passes) == len(values)):
+        raise TruthError(
+            f"{path}: {where}.passes = {passes!r}: expected one number of the primary's passes per deficit "
+            f"({len(values)}), in increasing order"
+        )
+    points = tuple(number(p, f"{where}.passes", path) for p in passes)
+    if points[0] <= 0 or any(b <= a for a, b in zip(points, points[1:])):
+        raise TruthError(f"{path}: {where}.passes = {passes!r}: expected positive numbers in increasing order")
+    return values, points
+
+
+def learning_of(raw: dict[str, Any], path: str) -> Learning:
+    """``[learning]``: over epochs (gap, multitask_gap) or over the primary's passes (passes, deficit)."""
+    value = raw.get("learning", {})
+    if not isinstance(value, dict):
+        raise TruthError(f"{path}: learning: expected a table")
+    unit = unit_of(value, "learning", path, "epochs")
+    if unit == "epochs":
+        over_passes = sorted(set(value) & {"passes", "deficit"})
+        if over_passes:
+            raise TruthError(f'{path}: learning.{over_passes[0]}: expected only with unit = "passes"')
+        values = {k: v for k, v in value.items() if k != "unit"}
+        unknown = sorted(set(values) - {"gap", "multitask_gap", "loss_start", "loss_end"})
+        if unknown:
+            raise TruthError(
+                f"{path}: learning.{unknown[0]}: unknown key; expected gap, multitask_gap, loss_start, loss_end"
+            )
+        return section({"learning": values}, "learning", Learning, path)
+    over_epochs = sorted(set(value) & {"gap", "multitask_gap"})
+    if over_epochs:
+        raise TruthError(f'{path}: learning.{over_epochs[0]}: expected passes and deficit with unit = "passes"')
+    losses = {k: number(value[k], f"learning.{k}", path) for k in ("loss_start", "loss_end") if k in value}
+    unknown = sorted(set(value) - {"unit", "passes", "deficit", "loss_start", "loss_end"})
+    if unknown:
+        raise TruthError(
+            f"{path}: learning.{unknown[0]}: unknown key; expected unit, passes, deficit, loss_start, loss_end"
+        )
+    deficit, passes = deficits(value, "learning", path, unit)
+    return Learning(unit=unit, curve=LearningCurve(Match(), deficit, passes), **losses)
+
+
+def transients(raw: dict[str, Any], path: str) -> tuple[Transient, ...]:
+    usage = "probability, until (epochs), below_majority and any of " + ", ".join(MATCH) + ", or single_task = true"
+    out = []
+    for i, entry in enumerate(listed(raw, "transient", path)):
+        where = f"transient[{i}]"
+        match = match_of(entry, where, path, ("probability", "until", "below_majority", "single_task"), usage)
+        if "probability" not in entry:
+            raise TruthError(f"{path}: {where}.probability: missing; expected {usage}")
+        p = number(entry["probability"], f"{where}.probability", path)
+        until = number(entry.get("until", 1.0), f"{where}.until", path)
+        below = number(entry.get("below_majority", 0.0), f"{where}.below_majority", path)
+        if not 0 <= p <= 1:
+            raise TruthError(f"{path}: {where}.probability = {p}: expected in [0, 1]")
+        if until <= 0 or below < 0:
+            bad = ("until", until) if until <= 0 else ("below_majority", below)
+            raise TruthError(f"{path}: {where}.{bad[0]} = {bad[1]}: expected {'> 0 epochs' if until <= 0 else '>= 0'}")
+        out.append(Transient(match, p, until, below))
+    return tuple(out)
+
+
+def sizes_of(raw: dict[str, Any], path: str) -> dict[str, int]:
+    sizes = table(raw, "sizes", path)
+    bad = [k for k, v in sizes.items() if v < 1 or v != int(v)]
+    if bad:
+        raise TruthError(f"{path}: sizes.{bad[0]} = {sizes[bad[0]]!r}: expected a whole number of training rows >= 1")
+    return {k: int(v) for k, v in sizes.items()}
 
 
 def collapses(raw: dict[str, Any], path: str) -> tuple[Collapse, ...]:
@@ -194,6 +290,9 @@ def truth_of(raw: dict[str, Any], path: str) -> Truth:
     missing = [m for m in tasks[primary] if m not in majority]
     if collapse and missing:
         raise TruthError(f"{path}: majority.{missing[0]}: expected with [[collapse]] (a collapsed seed scores it)")
+    learning, transient = learning_of(raw, path), transients(raw, path)
+    if transient and not majority:
+        raise TruthError(f"{path}: majority: expected with [[transient]] (a failed start scores below it)")
     return Truth(
         name=str(raw.get("name", path)),
         primary=primary,
@@ -209,17 +308,20 @@ def truth_of(raw: dict[str, Any], path: str) -> Truth:
         lr=curve(raw, "lr", path, default.lr, log=True),
         warmup=curve(raw, "warmup", path, default.warmup),
         bonus=bonuses(raw, path),
-        curves=curves(raw, path),
+        curves=curves(raw, path, learning.unit),
         collapse=collapse,
+        transient=transient,
+        sizes=sizes_of(raw, path),
         strategy=table(raw, "strategy", path, STRATEGIES),
         layer_decay=curve(raw, "layer_decay", path, default.layer_decay),
-        learning=section(raw, "learning", Learning, path),
+        learning=learning,
         time=section(raw, "time", Timing, path),
         majority=majority,
     )
 
 
 BUILTIN = Path(__file__).with_name("builtin")
+TABLE = ".parquet"  # a real-curve table (search.simulation.truth.table) is a truth too
 
 
 # -- files ----------------------------------------------------------------------------
@@ -228,19 +330,25 @@ def builtin_truths() -> list[str]:
 
 
 def resolve_truth(text: str) -> str:
-    """``--simulate`` names a truth file or a built-in truth: its absolute path."""
+    """``--simulate`` names a truth file, a real-curve table or a built-in truth: its absolute path."""
     path = Path(text).expanduser()
-    if path.suffix == ".toml" and path.is_file():
+    if path.suffix in (".toml", TABLE) and path.is_file():
         return str(path.resolve())
     if (BUILTIN / f"{text}.toml").is_file():
         return str((BUILTIN / f"{text}.toml").resolve())
-    raise TruthError(
-        f"--simulate {text}: no such truth file; expected a .toml truth file or one of {', '.join(builtin_truths())}"
-    )
+    expected = f"a .toml truth file, a {TABLE} real-curve table or one of {', '.join(builtin_truths())}"
+    raise TruthError(f"--simulate {text}: no such truth file; expected {expected}")
 
 
-def load_truth(path: str) -> Truth:
-    """Read and check a truth file; every mistake names the file, the key and what was expected."""
+def is_table(path: str) -> bool:
+    """Whether the truth ``path`` is a real-curve table (replayed: :mod:`search.simulation.truth.replay`)."""
+    return Path(path).suffix == TABLE
+
+
+def load_truth(path: str) -> Truth | TableTruth:
+    """Read and check a truth file or a table; every mistake names the file, the key and what was expected."""
+    if is_table(path):
+        return load_table_truth(path)
     try:
         raw = tomllib.loads(Path(path).read_text())
     except OSError as exc:

@@ -98,17 +98,44 @@ class Bonus:
 
 @dataclass(frozen=True)
 class LearningCurve:
-    """How far below its final score a matching config is after each epoch: ``deficit[e - 1]`` after
-    epoch e of ``len(deficit) + 1`` (0 after the last), placed at the fractions e/E of training and
-    interpolated linearly for another epoch count (before the first point: the first deficit)."""
+    """How far below its converged score a matching config is as it trains.
+
+    Over epochs (``passes`` empty): ``deficit[e - 1]`` after epoch e of ``len(deficit) + 1`` (0 after the
+    last), placed at the fractions e/E of training and interpolated linearly for another epoch count
+    (before the first point: the first deficit). Over the primary's passes (``passes`` given, increasing):
+    ``deficit[i]`` after ``passes[i]`` passes over the primary's training rows, interpolated linearly
+    between them and held at the last beyond it; below the first, :meth:`Truth.deficit` rises from the
+    untrained score. A config that ends short of the last point ends short of its converged score."""
 
     match: Match
     deficit: tuple[float, ...]
+    passes: tuple[float, ...] = ()
+
+    @property
+    def in_passes(self) -> bool:
+        return bool(self.passes)
 
     def at(self, epoch: int, epochs: int) -> float:
         points = len(self.deficit) + 1
         xs = np.arange(1, points + 1) / points
         return float(np.interp(epoch / epochs, xs, [*self.deficit, 0.0]))
+
+    def at_passes(self, passes: float) -> float:
+        """The deficit after ``passes`` passes, at or beyond the first point."""
+        return float(np.interp(passes, self.passes, self.deficit))
+
+
+@dataclass(frozen=True)
+class Transient:
+    """A seed of a matching config that fails at first and recovers (measured: 1 start in 6 of prop and
+    anneal scored 25 pp below the majority rate after epoch 1, and was level with the others after epoch 2):
+    with ``probability``, seed s of the config scores ``below_majority`` under the majority rate on the
+    primary's metrics at every point up to ``until`` (epochs), and its own curve after."""
+
+    match: Match
+    probability: float
+    until: float = 1.0
+    below_majority: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
+import math
+from types import SimpleNamespace
+
 import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
 
 from search.answer import plots as plots_module
-from search.answer.plots import plots, varying
+from search.answer.plots import Point, objective_curves, plots, varying
 
 OBJECTIVE = "semeval/dev/acc_4way/mean"
 
@@ -74,3 +77,50 @@ def test_too_few_completed_trials_give_no_importances(tmp_path):
 def test_only_dimensions_every_trial_has_and_that_differ_are_axes():
     t = table(12)
     assert [c for c, _ in varying(t[t.status == "completed"])] == ["auxiliary", "schema", "lr", "warmup"]
+
+
+def exposed(t: pd.DataFrame) -> dict[str, list[Point]]:
+    """``curves`` with the primary's passes: one an epoch single-task, 0.4 an epoch multitask."""
+    return {
+        r.run_id: [
+            Point(e, 0.55 + 0.03 * e, e * (0.4 if r.auxiliary != "none" else 1.0)) for e in range(1, r.epochs + 1)
+        ]
+        for r in t.itertuples()
+    }
+
+
+def test_learning_curves_add_a_panel_per_primary_pass_where_the_results_carry_them(tmp_path, monkeypatch):
+    drawn = []
+    real_save = plots_module.save
+
+    def save(fig, ax, path, legend=True):
+        if path.name == "learning_curves.png":
+            drawn.append(
+                {a.get_xlabel(): {line.get_label(): list(line.get_xdata()) for line in a.lines} for a in fig.axes}
+            )
+        return real_save(fig, ax, path, legend)
+
+    monkeypatch.setattr(plots_module, "save", save)
+    t = table(6)
+    plots(t, tmp_path, OBJECTIVE, "max", 2, curves=curves(t))  # a study from before passes were logged
+    plots(t, tmp_path, OBJECTIVE, "max", 2, curves=exposed(t))
+    before, now = drawn
+    assert list(before) == ["epoch"] and list(now) == ["epoch", "passes over the primary's training rows"]
+    passes = now["passes over the primary's training rows"]
+    assert passes["t00 single"] == [1.0, 2.0, 3.0] and passes["t01 sst2 square"] == pytest.approx([0.4, 0.8, 1.2])
+    assert now["epoch"]["t01 sst2 square"] == [1, 2, 3]
+
+
+def test_objective_curves_read_the_passes_logged_at_each_step():
+    history = {
+        ("a", "objective"): [(0, 0.5), (1, 0.6), (2, 0.7)],
+        ("a", "screen/epoch"): [(0, 0.4)],  # the screen point inside the first epoch, logged at step 0
+        ("a", "primary_passes"): [(0, 0.16), (1, 0.4), (2, 0.8)],
+        ("b", "objective"): [(1, 0.6)],  # a study from before passes were logged
+    }
+    client = SimpleNamespace(
+        get_metric_history=lambda run, key: [SimpleNamespace(step=s, value=v) for s, v in history.get((run, key), [])]
+    )
+    curves = objective_curves(client, pd.DataFrame({"run_id": ["a", "b"]}))
+    assert curves["a"] == [(0.4, 0.5, 0.16), (1.0, 0.6, 0.4), (2.0, 0.7, 0.8)]
+    assert curves["b"][0][:2] == (1.0, 0.6) and math.isnan(curves["b"][0].passes)

@@ -69,7 +69,10 @@ def study(tmp_path, monkeypatch):
     )
     multi = canonical(BASE.with_(tasks=("semeval", "sst2", "pos"), sampling=SamplingConfig("power", exponent=1.31)))
     base_trial, multi_trial = trial("a", 0, canonical(BASE), baseline=True), trial("b", 3, multi)
-    for t, cfg, scores in ((base_trial, canonical(BASE), (0.5, 0.7)), (multi_trial, multi, (0.6, float("nan")))):
+    for t, cfg, scores, passes in (
+        (base_trial, canonical(BASE), (0.5, 0.7), 1.0),
+        (multi_trial, multi, (0.6, float("nan")), 0.4),
+    ):
         tracker.on_trial_start(0, [], t)
         for epoch in (1, 2):
             per_seed = [
@@ -84,7 +87,7 @@ def study(tmp_path, monkeypatch):
             for m in per_seed:
                 if math.isnan(m["semeval/dev/acc_4way"]):
                     del m["semeval/dev/acc_4way"]
-            t.last_result = result(epoch, per_seed, [1, 2], cfg)
+            t.last_result = {**result(epoch, per_seed, [1, 2], cfg), "primary_passes": passes * epoch}
             tracker.on_trial_result(0, [], t, t.last_result)
         tracker.on_trial_complete(0, [], t)
     assert tracker.spool.drain(60), tracker.spool.last_error  # the spool's thread sends in the background
@@ -152,6 +155,20 @@ def test_trial_run_layout(study):
 
     saved = json.loads(open(client.download_artifacts(multi.info.run_id, CONFIG_ARTIFACT)).read())
     assert TrainConfig.from_dict(saved) == TrainConfig.from_dict(multi_trial.config["train"])
+
+
+def test_every_result_logs_its_primary_passes_at_its_step(study):
+    """``primary_passes``, a trial-level result key beside ``epoch`` (the trained and the simulated trainable
+    report it alike), is a metric at every step, and a column of the trial table."""
+    client, parent, _, _ = study
+    experiment, parent_run = find_parent(client, "absa", None)
+    table = {r.label: r for r in trial_table(client, experiment.experiment_id, parent_run)}
+    curves = {
+        label: [(h.step, h.value) for h in client.get_metric_history(r.run_id, "primary_passes")]
+        for label, r in table.items()
+    }
+    assert curves == {"t00 baseline": [(1, 1.0), (2, 2.0)], "t03 sst2+pos power(a=1.3)": [(1, 0.4), (2, 0.8)]}
+    assert table["t00 baseline"].columns()["primary_passes"] == 2.0
 
 
 def test_trial_table_reads_the_layout(study):

@@ -29,6 +29,7 @@ def test_a_simulated_trial_is_recorded_with_its_params_status_and_seed_scores():
         "semeval/dev/acc_4way/seed2": 0.76,
         "semeval/dev/acc_4way/std": 0.014,
         "epoch": 4,
+        "primary_passes": 1.6,  # the truth's exposure, as the trained trainable reports it
         "done": True,  # Tune's flags and names are no scores
         "node_ip": "10.0.0.1",
     }
@@ -46,10 +47,12 @@ def test_a_simulated_trial_is_recorded_with_its_params_status_and_seed_scores():
     assert r.objective == 0.75 and r.objective_seeds == {1: 0.74, 2: 0.76} and not r.single_task
     assert r.mean("semeval/dev/acc_4way") == 0.75 and r.std("semeval/dev/acc_4way") == 0.014
     assert "done" not in r.metrics and "node_ip" not in r.metrics and math.isnan(r.anneal_c)
+    assert r.columns()["primary_passes"] == 1.6
     stopped = TrialRecord.of_ended(ended(1, {**result, "epoch": 1}), OBJECTIVE, max_epochs=4)
     assert stopped.status == "pruned" and stopped.epochs == 1
     unscored = TrialRecord.of_ended(ended(0, {}), OBJECTIVE, max_epochs=4)
     assert math.isnan(unscored.objective) and unscored.objective_seeds == {}
+    assert math.isnan(unscored.columns()["primary_passes"])  # a study from before exposure was counted
 
 
 def test_a_baseline_is_single_task_and_named_by_its_label():
