@@ -201,6 +201,13 @@ def parser() -> argparse.ArgumentParser:
 
     p = ArgumentParser(prog="python -m benchmarks.search_quality", description=__doc__.split("\n\n")[0])
     p.add_argument("--studies", type=int, default=20, help="simulated studies per strategy")
+    p.add_argument(
+        "--first-study",
+        type=int,
+        default=0,
+        help="the first study's number (truth and Optuna seed): 100 with --studies 100 adds studies 100-199 to a "
+        "run of 100 (--out is appended to where this is above 0)",
+    )
     p.add_argument("--truth", default="three_better", help="a built-in truth or a truth .toml file")
     p.add_argument("--strategies", default=",".join(DEFAULT), help="comma-separated families: " + ", ".join(FAMILIES))
     p.add_argument("--slots", type=int, default=4, help="trials running at once in each study")
@@ -212,11 +219,11 @@ def parser() -> argparse.ArgumentParser:
 
 def setting(truth_name: str, slots: int):
     """The truth file, the truth, its best config over the space, and the grid's compute (nothing stopped)."""
-    from search.tracking.records import objective_metric_of
     from search.simulation.optimum import true_best
     from search.simulation.strategies import GRID
     from search.simulation.study import simulated_plan
     from search.simulation.truth import load_truth, resolve_truth
+    from search.tracking.records import objective_metric_of
     from spaces import thesis_grid
 
     path = resolve_truth(truth_name)
@@ -240,6 +247,8 @@ def main() -> int:
     from trainables.config import ConfigError
 
     args = parser().parse_args()
+    if args.first_study < 0:
+        raise ConfigError(f"--first-study {args.first_study}: expected >= 0")
     for flag, value in (("--studies", args.studies), ("--slots", args.slots)):
         if value < 1:
             raise ConfigError(f"{flag} {value}: expected >= 1")
@@ -253,9 +262,9 @@ def main() -> int:
     print(f"{machine()}; truth {truth.name}: true best {best.score:.4f} ({where})", flush=True)
     lines: list[dict[str, Any]] = []
     started = time.monotonic()
-    with args.out.open("w") as f:
+    with args.out.open("a" if args.first_study else "w") as f:
         for n, strategy in enumerate(strategies, 1):
-            for i in range(args.studies):
+            for i in range(args.first_study, args.first_study + args.studies):
                 lines.append(one_study(strategy, path, truth, i, args.slots, best.score))
                 f.write(json.dumps(lines[-1]) + "\n")
                 f.flush()

@@ -101,6 +101,11 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         type=int,
         help="ASHA reduction factor (default: the preset's, else the strategy's: 4 under cells-halving, else 2)",
     )
+    add_halving(g)
+
+
+def add_halving(g: argparse._ArgumentGroup) -> None:
+    """Cohort halving's exposure strata and hedge (search.study.cohort_rule)."""
     g.add_argument(
         "--strata",
         type=int,

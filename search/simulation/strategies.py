@@ -185,6 +185,8 @@ FAMILIES.update(
         # hedge of cells let past every rung below the last, and both; candidates for the rule in
         # docs/search-strategies.md (the cheapest whose worst margin over the grid is within -0.03)
         "exposure": [Strategy("default", SearchConfig.search, 0, strata=s, hedge=h) for s in (1, 3) for h in (0, 3, 6)],
+        # the hedged candidates alone (more studies where a margin was within one SE of the rule's bound)
+        "exposure-hedge": [Strategy("default", SearchConfig.search, 0, strata=1, hedge=h) for h in (0, 3, 6)],
         "exposure-k3": [
             Strategy("default", SearchConfig.search, 3, reduction_factor=3, strata=s, hedge=h)
             for s in (1, 3)

@@ -15,9 +15,9 @@ the same class. The rule, at a rung:
 - **A hedge**, as Hyperband's brackets: the ``hedged`` trials go on past every rung below the last whatever
   they score, and meet the others at the last. Chosen at random before any result (every cell has the same
   chance), so a late bloomer that nothing early distinguishes reaches the end in that share of studies.
-- **A failed start is not an end.** At a whole-epoch rung, a trial at or below ``floor`` (the majority rate,
-  what a constant predictor scores) goes on the first time: on real training one start in six of some schemas
-  scored below it after epoch 1 and recovered by epoch 2. At its next rung it is judged as any other.
+- **A failed start is not an end.** At a whole-epoch rung below the last, a trial at or below ``floor`` (the
+  majority rate, what a constant predictor scores) goes on the first time: on real training one start in six of
+  some schemas scored below it after epoch 1 and recovered by epoch 2. At its next rung it is judged as any other.
 """
 
 from __future__ import annotations
@@ -99,8 +99,9 @@ class CohortRule:
         return rung != self.screen and family_leaders_kept(rung, self.grace, self.max_t)
 
     def failed_starts(self, rung: float, cohort: Cohort) -> set[str]:
-        """Trials at or below the floor at a whole-epoch rung, the first time: they go on once."""
-        if self.floor is None or rung == self.screen:
+        """Trials at or below the floor at a whole-epoch rung below the last, the first time: they go on once (past
+        the last rung a finalist trains every seed: a start that fails that late is judged as any other)."""
+        if self.floor is None or rung == self.screen or rung >= self.last:
             return set()
         return {t for t, v in cohort.values.items() if v <= self.floor + FLOOR_SLACK and t not in cohort.failed_before}
 

@@ -88,9 +88,10 @@ class CohortHalving(ContenderKeepingASHA):
         self.sides: dict[str, str | None] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # Tune's tuner.pkl holds the scheduler as the study created it: one pickled before exposure strata, the
-        # hedge and the floor takes their neutral values (the rule it decided with)
-        neutral = {"strata": 1, "hedged_at": frozenset(), "floor": None, "exposure": {}, "failed": set()}
+        # Tune's tuner.pkl holds the scheduler as the study created it: one pickled before screens, exposure strata,
+        # the hedge and the floor takes their neutral values (the rule it decided with)
+        neutral = {"screen": None, "strata": 1, "hedged_at": frozenset(), "floor": None}
+        neutral |= {"exposure": {}, "failed": set()}
         self.__dict__.update({**neutral, **state})
 
     @property

@@ -431,3 +431,23 @@ def test_readme_study_file_end_to_end(tmp_path, tiny_bert):
     (folder,) = (tmp_path / "results" / "reviews").iterdir()
     report = (folder / "report.md").read_text()
     assert "**t00 baseline**" in report and "my last model (one seed)" in report
+
+
+def test_strata_and_hedge_flags_reach_the_config_and_bad_ones_are_one_line():
+    from search.run import config_from_args, parser
+    from search.study.kind import TrainedTrials
+    from search.study.plan import plan_offline
+    from trainables.config import ConfigError
+
+    cfg = config_from_args(parser().parse_args(["absa", "--strata", "3", "--hedge", "2"]))
+    assert (cfg.strata, cfg.hedge) == (3, 2)
+    cfg = config_from_args(parser().parse_args(["absa"]))
+    assert (cfg.strata, cfg.hedge) == (None, None)  # the strategy's
+    for flags, message in ((["--strata", "-1"], "--strata -1: expected >= 1"), (["--hedge", "-1"], "--hedge -1")):
+        with pytest.raises(ConfigError, match=message) as info:
+            config_from_args(parser().parse_args(["absa", *flags]))
+        assert "\n" not in str(info.value)
+    tpe = config_from_args(parser().parse_args(["absa", "--preset", "full", "--search", "tpe", "--hedge", "3"]))
+    with pytest.raises(ConfigError, match="--strata and --hedge act on cohort halving: --search tpe") as info:
+        plan_offline(tpe, TrainedTrials())  # what search.run plans before Ray starts a trial
+    assert "\n" not in str(info.value)

@@ -2,6 +2,7 @@
 epoch rung but the last; stopped trials are pruned and nothing waits forever
 (tests/search/simulation/test_halving_against_ray.py: the Ray path takes the same decisions)."""
 
+import pickle
 from types import SimpleNamespace
 
 import optuna
@@ -15,6 +16,7 @@ from search.study.config import SearchConfig
 from search.study.halving import CohortHalving
 from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import family_of, is_baseline
+from trainables.exposure import PRIMARY_PASSES
 
 METRIC = "semeval/dev/acc_4way/mean"
 
@@ -306,3 +308,112 @@ def test_under_the_default_the_finalists_train_both_seeds_and_the_baseline_one()
     assert finalists and all(t.trained == {1: 4, 2: 4} for t in finalists)
     assert all(list(t.trained) == [1] for t in found.trials if t.trial_id not in done)
     assert found.seed_epochs == 4 + 8 * len(finalists) + sum(t.epoch for t in found.trials if t.trial_id not in done)
+
+
+def halving(trials: list, max_t: int = 4, **kw) -> tuple[Controller, CohortHalving]:
+    """A cohort halving scheduler (reduction factor 3) with ``trials`` as its cohort, every one added."""
+    s = CohortHalving(
+        metric=METRIC,
+        mode="max",
+        time_attr="training_iteration",
+        max_t=max_t,
+        grace_period=1,
+        reduction_factor=3,
+        cohort=len(trials),
+        **kw,
+    )
+    controller = Controller(trials)
+    for t in trials:
+        s.on_trial_add(controller, t)
+    return controller, s
+
+
+def rung(s, controller, trials, epoch, values, passes=None) -> set[str]:
+    """Every live trial of ``trials`` reports ``values`` (and its ``passes``) at ``epoch``: who went on."""
+    for t in trials:
+        if t.trial_id in s.alive_at(epoch):
+            result = {"training_iteration": epoch, METRIC: values[t.trial_id]}
+            if passes is not None:
+                result[PRIMARY_PASSES] = passes[t.trial_id]
+            action = s.on_trial_result(controller, t, result)
+            t.status = {"PAUSE": "PAUSED", "STOP": "TERMINATED"}.get(action, "RUNNING")
+    return s.going_on[epoch]
+
+
+def test_the_passes_a_result_carries_are_recorded_per_rung_and_rank_within_strata():
+    """Six prop cells, the more diluted the lower at the rung: in three strata of exposure the least exposed
+    stratum's best (p3) goes on where one ranking (p4, p5, p6) would stop it."""
+    passes = {"base": 1.2, "p1": 0.2, "p2": 0.3, "p3": 0.5, "p4": 0.6, "p5": 0.9, "p6": 1.0}
+    values = {"base": 0.75, "p1": 0.70, "p2": 0.72, "p3": 0.80, "p4": 0.81, "p5": 0.85, "p6": 0.86}
+
+    def cohort():
+        return [Trial("base", baseline=True)] + [Trial(f"p{i}") for i in range(1, 7)]
+
+    trials = cohort()
+    controller, s = halving(trials, max_t=2, strata=3)  # one rung, at epoch 1
+    # p1 p2 p3 | p4 p5 | p6 base (7 / 3 per stratum, by passes): each stratum's top, and the baseline
+    assert rung(s, controller, trials, 1.0, values, passes) == {"p3", "p5", "p6", "base"}
+    assert s.exposure == {1.0: passes}
+    assert sorted(controller.stopped) == ["p1", "p2", "p4"]
+    trials = cohort()
+    controller, s = halving(trials, max_t=2)
+    assert rung(s, controller, trials, 1.0, values, passes) == {"p4", "p5", "p6", "base"}  # strata 1: one ranking
+    trials = cohort()
+    controller, s = halving(trials, max_t=2, strata=3)
+    assert rung(s, controller, trials, 1.0, values) == {"p4", "p5", "p6", "base"}  # no passes reported: one too
+    assert s.exposure == {}
+
+
+def test_a_hedged_cohort_member_goes_on_past_every_rung_but_the_last_whatever_it_scores():
+    values = {"base": 0.80, "t1": 0.86, "t2": 0.85, "t3": 0.84, "t4": 0.83, "h": 0.60}
+    for seed in range(3):
+        probe = CohortHalving(metric=METRIC, mode="max", max_t=4, cohort=6, hedge=1, hedge_seed=seed)
+        (position,) = probe.hedged_at
+        names = ["base", "t1", "t2", "t3", "t4"]
+        names.insert(position, "h")  # the hedged position holds the worst cell of its family
+        trials = [Trial(n, baseline=n == "base") for n in names]
+        controller, s = halving(trials, hedge=1, hedge_seed=seed)
+        assert s.hedged_at == {position} and s.members[position] == "h"
+        assert "h" in rung(s, controller, trials, 1.0, values)
+        assert "h" in rung(s, controller, trials, 2.0, values)
+        assert "h" not in rung(s, controller, trials, 3.0, values)  # the last rung: the top alone
+        assert trials[position].status == "TERMINATED"
+    trials = [Trial(n, baseline=n == "base") for n in values]
+    controller, s = halving(trials)  # no hedge: it stops at the first rung
+    assert "h" not in rung(s, controller, trials, 1.0, values) and trials[-1].status == "TERMINATED"
+
+
+def test_a_failed_start_at_the_floor_goes_on_once_and_is_remembered():
+    trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c"), Trial("failed")]
+    controller, s = halving(trials, floor=0.58)  # the majority rate of the objective
+    first = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "failed": 0.58}
+    assert rung(s, controller, trials, 1.0, first) == {"base", "a", "b", "failed"}
+    assert s.failed == {"failed"}
+    second = {**first, "failed": 0.57}  # still at the floor: judged as any other now
+    assert rung(s, controller, trials, 2.0, second) == {"base", "a", "b"}
+    assert trials[-1].status == "TERMINATED" and "failed" in s.ended and s.failed == {"failed"}
+    trials = [Trial(t.trial_id, baseline=t.trial_id == "base") for t in trials]
+    controller, s = halving(trials)  # no floor (a metric without a majority rate): no pass
+    assert rung(s, controller, trials, 1.0, first) == {"base", "a", "b"} and s.failed == set()
+    low = CohortHalving(metric=METRIC, mode="min", max_t=4, floor=0.58)
+    assert low.rule().floor == -0.58  # the rule's values are in the maximising sign
+
+
+def test_a_scheduler_pickled_before_strata_hedge_and_floor_decides_as_it_did():
+    """Tune's tuner.pkl holds the scheduler as the study created it: one saved before these attributes (and
+    before screens) takes the neutral ones back, and its rungs decide as they did then."""
+    trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c"), Trial("slow", schema="anneal")]
+    _, s = halving(trials, strata=3, hedge=2, hedge_seed=1, floor=0.9)
+    for name in ("strata", "hedged_at", "floor", "exposure", "failed", "screen"):
+        del s.__dict__[name]
+    old = pickle.loads(pickle.dumps(s))
+    assert (old.strata, old.hedged_at, old.floor, old.exposure, old.failed) == (1, frozenset(), None, {}, set())
+    ids = [t.trial_id for t in trials]
+    for epoch in (1.0, 2.0, 3.0):
+        old.records[epoch] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
+    assert old.rungs == (1.0, 2.0, 3.0)
+    assert old.promoted(1.0, ids) == old.promoted(2.0, ids) == {"base", "a", "b", "slow"}
+    assert old.promoted(3.0, ids) == {"base", "a", "b"} and old.failed == set()
+    assert old.keeps_leaders(2.0) and not old.keeps_leaders(3.0)
+    new = pickle.loads(pickle.dumps(halving(trials, strata=3, hedge=2, hedge_seed=1, floor=0.9)[1]))
+    assert (new.strata, len(new.hedged_at), new.floor) == (3, 2, 0.9)  # a new one keeps its own

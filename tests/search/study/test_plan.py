@@ -193,3 +193,42 @@ def test_a_trial_asks_for_one_gpu_where_the_cluster_has_gpus_unless_the_flag_say
     p = plan(cfg, TrainedTrials(), Site("1", 2, gpus=cluster), stores_of(cfg))
     assert p.resources.gpus_per_trial == p.invocation.gpus_per_trial == gpus
     assert p.gpu_reason.startswith(said) and bool(p.gpu_reason) == bool(said)
+
+
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(strata=-1), "--strata -1: expected >= 1"),
+        (dict(strata=0), "--strata 0: expected >= 1"),
+        (dict(hedge=-2), "--hedge -2: expected >= 0 cells"),
+    ],
+)
+def test_bad_strata_and_hedge_are_one_line(kw, message):
+    with pytest.raises(ConfigError, match=message) as info:
+        SearchConfig("absa", **kw)
+    assert "\n" not in str(info.value)
+
+
+def test_the_plans_rungs_carry_strata_and_hedge_the_flags_else_the_strategys(monkeypatch):
+    from search.study import strategy
+
+    flagged = planned(SearchConfig("absa", preset="full", strata=3, hedge=2))
+    assert (flagged.search, flagged.rungs.strata, flagged.rungs.hedge) == ("cells-halving", 3, 2)
+    default = planned(SearchConfig("absa", preset="full")).rungs
+    own = strategy.strategy_of("cells-halving")
+    assert (default.strata, default.hedge) == (own.strata, own.hedge) == (1, 0)
+    monkeypatch.setitem(strategy.STRATEGIES, "cells-halving", replace(own, strata=2, hedge=4))
+    assert planned(SearchConfig("absa", preset="full")).rungs.strata == 2
+    assert planned(SearchConfig("absa", preset="full")).rungs.hedge == 4
+    assert planned(SearchConfig("absa", preset="full", strata=1, hedge=0)).rungs.strata == 1  # the flag first
+    tpe = planned(SearchConfig("absa", preset="full", search="tpe", strata=1, hedge=0)).rungs  # neutral: allowed
+    assert (tpe.strata, tpe.hedge) == (1, 0)
+
+
+@pytest.mark.parametrize("kw", [dict(hedge=3), dict(strata=2)])
+def test_strata_or_a_hedge_without_cohort_halving_is_refused_in_one_line(kw):
+    with pytest.raises(ConfigError, match="--strata and --hedge act on cohort halving: --search tpe") as info:
+        planned(SearchConfig("absa", preset="full", search="tpe", **kw))
+    assert "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="--search family has none"):
+        planned(SearchConfig("absa", preset="full", search="family", **kw))

@@ -23,3 +23,22 @@ def test_trials_reuse_actors_and_state_saves_do_not_follow_every_result(tmp_path
     assert figures["trials"] == 12 and figures["results"] >= 12
     assert figures["trial_processes"] <= 6  # 3 slots; a process per trial would be 12
     assert figures["state_saves"] <= figures["results"] / 2  # num_to_keep=1 saved after every result
+
+
+def test_cohort_halving_is_built_with_the_plans_strata_hedge_and_the_objectives_majority_rate():
+    from search.study.cohort_rule import hedged_positions
+    from search.study.config import SearchConfig
+    from search.study.kind import TrainedTrials
+    from search.study.plan import plan_offline
+    from search.study.tuner import scheduler_of
+
+    plan = plan_offline(SearchConfig("absa", preset="full", strata=3, hedge=2, search_seed=5), TrainedTrials())
+    majority = {"acc_4way": 0.58, "acc_3way": 0.62}
+    s = scheduler_of(plan, majority)
+    assert (s.strata, s.floor, s.cohort) == (3, 0.58, 43)
+    assert s.hedged_at == hedged_positions(43, 2, plan.search_seed) and len(s.hedged_at) == 2
+    assert scheduler_of(plan).floor is None  # no majority rate known: no pass for a failed start
+    loss = plan_offline(SearchConfig("absa", preset="full", metric="train/loss", mode="min"), TrainedTrials())
+    assert scheduler_of(loss, majority).floor is None  # an objective off the primary's dev scores has none
+    default = scheduler_of(plan_offline(SearchConfig("absa", preset="full"), TrainedTrials()), majority)
+    assert (default.strata, default.hedged_at) == (1, frozenset())
