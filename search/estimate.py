@@ -161,6 +161,7 @@ def halving_seed_epochs(
     schedule: SeedSchedule | None,
     max_t: int,
     seeds: int,
+    hedge: int = 0,
 ) -> float:
     """Expected seed-epochs of a cohort of ``cells`` trials under cohort halving (``search/study/halving.py``),
     results exchangeable (:func:`~trainables.fidelity.halving_survivors`). A trial stopped at a point
@@ -170,7 +171,7 @@ def halving_seed_epochs(
     trial = schedule or SeedSchedule.full(seeds)
     # the baseline is always a finalist: every seed, or the first rung's under a schedule that says so
     baseline = SeedSchedule.of(trial.to_dict() if schedule else None, True, seeds)
-    course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t)
+    course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t, hedge)
     stopped = sum((alive - going) * trial.seed_epochs(point) for point, alive, going in course)
     finalists = (course[-1][2] if course else cells) - 1  # the baseline apart
     return stopped + finalists * trial.seed_epochs(max_t) + baseline.seed_epochs(max_t)
@@ -262,7 +263,9 @@ def estimate(
     if strategy_of(p.search).rungs == "halving":  # the cohort: the study's first points, decided together
         cells = len(p.points)
         families = cohort_families(p.points)
-        spent = halving_seed_epochs(cells, families, p.screen, grace, factor, schedule, base.epochs, seeds)
+        spent = halving_seed_epochs(
+            cells, families, p.screen, grace, factor, schedule, base.epochs, seeds, p.rungs.hedge
+        )
         fraction = spent / (cells * base.epochs * seeds)
     elif schedule is None:
         fraction = asha_epoch_fraction(base.epochs, grace, factor)

@@ -61,18 +61,31 @@ def family_leaders_kept(epoch: float, grace_period: int, max_t: int) -> bool:
 
 
 def halving_survivors(
-    cells: int, families: int, screen: float | None, grace: int, reduction_factor: float, max_t: int
+    cells: int,
+    families: int,
+    screen: float | None,
+    grace: int,
+    reduction_factor: float,
+    max_t: int,
+    hedge: int = 0,
 ) -> list[tuple[float, float, float]]:
     """Cohort halving's expected course (``search/study/halving.py``), results exchangeable: ``(point, alive,
     going)`` for each rung, from ``cells`` trials in ``families`` families, one of them the baseline alone (the
     grid's single-task cell) and the rest of equal size. At the screen point each schema family keeps its top
     ceil(size / reduction_factor) and the baseline goes on; at each epoch rung the top ceil(alive / rf) go on,
     the baseline (taken as not among them: the others passed every rung on their luck, it passed none), and where
-    :func:`family_leaders_kept` each schema family's leader where none of its members is (:func:`none_among_top`)."""
+    :func:`family_leaders_kept` each schema family's leader where none of its members is (:func:`none_among_top`).
+    ``hedge`` cells go on past every rung below the last whatever they score (``search.study.cohort_rule``): the
+    others take their course as a cohort of their own, and the hedged ride beside it to the last rung, where they
+    meet the rest (their places among the top taken from the others only there)."""
     points = ([screen] if screen else []) + [float(e) for e in range(grace, max_t)]
     schema_families = max(families - 1, 1)
-    alive, course = float(cells), []
+    hedge = min(hedge, max(cells - 1, 0))
+    alive, course = float(cells - hedge), []
     for point in points:
+        if point >= max_t - 1:
+            alive += hedge  # the hedged meet the rest at the last rung
+            hedge = 0
         size = max(alive - 1, 0.0) / schema_families  # the baseline is a family of its own
         if point == screen:
             going = schema_families * math.ceil(size / reduction_factor) + 1
@@ -82,7 +95,7 @@ def halving_survivors(
             if family_leaders_kept(point, grace, max_t):
                 going += schema_families * none_among_top(alive - 1, size, top)
         going = min(alive, going)
-        course.append((point, alive, going))
+        course.append((point, alive + hedge, going + hedge))
         alive = going
     return course
 

@@ -108,6 +108,7 @@ def test_the_halving_estimate_is_what_simulated_studies_on_the_null_truth_train(
         plan.schedule,
         plan.base.epochs,
         len(plan.seeds),
+        plan.rungs.hedge,
     )
     measured = sum(s.seed_epochs for s in spent) / len(spent)
     assert estimate == pytest.approx(measured, rel=0.05), (estimate, measured)

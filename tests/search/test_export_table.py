@@ -137,7 +137,7 @@ def test_the_command_says_what_it_does():
 
 
 # -- end to end ------------------------------------------------------------------------------
-@pytest.mark.slow
+@pytest.mark.extended  # a Ray study (~1 min): make test-all; the store above covers export in CI's time
 def test_a_simulated_grid_study_exported_and_replayed_picks_the_studys_best_cell(tmp_path):
     argv = ["--simulate", "three_better", "--search", "grid", "--auxiliary", "sentihood", "--seeds", "2"]
     argv += ["--epochs", "2", "--grace-period", "2", "--max-concurrent", "4", "--no-finalize", "--no-report"]

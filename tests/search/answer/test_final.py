@@ -10,10 +10,10 @@ from search.answer.contenders import (
     collect,
     complete_finals,
     final_seeds,
-    objective_metric_of,
     primary_test_metrics,
 )
 from search.answer.stats import BETTER, WORSE
+from search.tracking.records import objective_metric_of
 from search.tracking.trial_record import TrialRecord
 from trainables.config import ConfigError, TrainConfig
 

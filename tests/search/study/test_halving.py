@@ -22,9 +22,11 @@ METRIC = "semeval/dev/acc_4way/mean"
 
 
 def study(truth: str = "late_bloomer", trials: int = 43, interrupt_after: int | None = None, **kw):
-    """A simulated cells-halving study (no screen point unless ``screen_fraction`` says), interrupted after
+    """A simulated cells-halving study (no screen point unless ``screen_fraction`` says, no hedge unless ``hedge``
+    does), interrupted after
     ``interrupt_after`` results and resumed as Ray does it where that is given."""
     kw.setdefault("screen_fraction", 0)
+    kw.setdefault("hedge", 0)  # the rule's own mechanics; the hedge has tests of its own below
     path = resolve_truth(truth)
     cfg = SearchConfig(
         "absa", preset="full", simulate=path, search="cells-halving", trials=trials, seeds=1, max_concurrent=4, **kw
