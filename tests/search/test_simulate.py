@@ -178,7 +178,9 @@ def test_a_30_trial_study_at_8_slots_recovers_the_truth(tmp_path):
     assert abs(np.mean(gains) - truth.learning.gap) < 0.01  # luck is shared by the epochs: only noise differs
 
 
-@pytest.mark.slow
+# make test-all: CI's 12 minutes; in CI, tests/search/test_run.py resumes a trained study with its printed line
+# and tests/search/study/test_halving.py resumes simulated cohorts at every interrupt point
+@pytest.mark.extended
 def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdict(tmp_path):
     """Ctrl-C after the first trial; the line the study prints, pasted in another folder, finishes it with
     the preset it started with, then finalize and the report (seconds: an epoch of 3 seeds sleeps 1 s)."""
@@ -258,7 +260,7 @@ def test_given_storage_and_tracking_uri_nothing_lands_in_the_working_folder(tmp_
     assert (stores / "ray" / "optuna.db").is_file() and (stores / "mlruns").is_dir()
 
 
-@pytest.mark.slow
+@pytest.mark.extended  # make test-all: CI's 12 minutes; tests/search/test_run.py extends a trained study in CI
 def test_resume_with_more_trials_extends_a_finished_study(tmp_path):
     """12 trials, finished; ``--resume --trials 20`` adds 8 more to the same study, then finalize again."""
     args = ["--simulate", "null", "--max-concurrent", "4", "--epochs", "1", "--grace-period", "1", "--name", "ext"]
