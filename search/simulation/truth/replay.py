@@ -8,7 +8,7 @@ report point. It offers what the simulation asks of a :class:`~search.simulation
   that is no cell of the table (a TPE point after the cells, an adaptive strategy) is refused in one line.
 - Seeds. A seed the table holds for the cell is itself; any other is drawn from the cell's seeds by a hash
   of the seed (and of the truth's ``seed``: a benchmark's study i > 0, ``replace(truth, seed=i)``, draws
-  every seed so), the same draw at every point, for both splits and for every cell with the same seeds. More
+  every seed so) and of the cell, the same draw at every point and for both splits, each cell its own. More
   seeds than the table holds repeat its seeds: they add no information, and a paired test over them counts
   a repeated pair twice.
 - Points. A point (epochs; 0.25 a screen point) the table does not hold is refused in one line; a config
@@ -125,7 +125,9 @@ class TableTruth:
         seeds = self.seeds[cell.key]
         if not self.seed and seed in seeds:
             return seed
-        digest = hashlib.blake2b(f"{self.seed}\x1f{seed}".encode(), digest_size=8).digest()
+        # drawn per cell: cells are trained apart, so one seed's luck in one cell says nothing of another's, and a
+        # benchmark's studies meet every combination of the cells' seeds, not as many outcomes as the table has seeds
+        digest = hashlib.blake2b(f"{self.seed}\x1f{cell.key}\x1f{seed}".encode(), digest_size=8).digest()
         return seeds[int.from_bytes(digest, "little") % len(seeds)]
 
     def row(self, config: TrainConfig, seed: int, point: float) -> Mapping[str, float]:
