@@ -3,7 +3,8 @@
 Takes, by the dev objective (seed mean), the best completed trial with an auxiliary task (the
 winner), the best completed single-task trial and the winner without its auxiliary tasks, trains
 them to full epochs on K fresh seeds the search never used (after its own), and answers two claims:
-(a) is the winner better than the best plain fine-tuning found with equal tuning, (b) do its
+(a) is the winner better than the best plain fine-tuning the search found (tuned, or the untuned
+baseline where the search tried no other single-task config), (b) do its
 auxiliary tasks help it. Per primary test metric the means ± sample std and the paired difference
 with its interval; the study's metric gets one verdict per claim, the others are exploratory.
 Run it again with more --seeds to add seeds: each run is one look of a group-sequential test.

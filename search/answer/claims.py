@@ -7,13 +7,15 @@
   its auxiliary tasks removed and every other setting kept (lr, warm-up, epochs, the strategies that
   still apply); the only difference is the auxiliary tasks.
 
-Each comparison is paired over the final seeds (:func:`decide`): seeds that collapsed (at or below
-the majority rate, or diverged) are named and counted per side and leave the paired test, which is
-a group-sequential t test (:mod:`search.answer.sequential`) on the remaining pairs. Collapse rates
-are compared separately, per side over every seed run of the study (the search's trials and the
-final seeds: a handful of final seeds cannot show a 15% collapse rate, a hundred search runs can):
-where either side collapsed anywhere, "better" also needs the clean gain to survive the winner
-side's collapse rate at its upper 97.5% bound (:func:`survives_collapses`).
+Each comparison is paired over the final seeds (:func:`decide`): seeds that failed (at or below the
+failure line: the majority rate plus half of what the comparison's typical seed gains over it, or
+diverged) are named and counted per side and leave the paired test, which is a group-sequential t
+test (:mod:`search.answer.sequential`) on the remaining pairs. Failure risk is a property of each
+config, not of a side: where any seed run of the study failed (search or final), "better" also
+needs the clean gain to survive the winner config's *own* failure rate at its upper 97.5% bound,
+counted over its own seed runs (:func:`survives_collapses`). The winner is chosen on dev among many
+configs, so a failure-prone config that did not fail on its search seeds is the likeliest winner: a
+side's pooled rate, diluted by its safe configs, would not see it.
 """
 
 from __future__ import annotations
@@ -24,8 +26,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
+import numpy as np
+from scipy.stats import t as t_dist
+
 from search.answer import stats
-from search.answer.power import detectable_gain
+from search.answer.power import stated_gain
 from search.answer.sequential import Design, Look, boundaries, schedule
 from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical
@@ -33,13 +38,18 @@ from trainables.config import TrainConfig
 
 TUNED, ABLATION = "tuned", "ablation"
 QUESTIONS = {
-    TUNED: "Is the study's best multitask config better than the best plain fine-tuning found with equal tuning?",
+    TUNED: "Is the study's best multitask config better than the best plain fine-tuning the search found?",
     ABLATION: "Do the auxiliary tasks help this config? (the winner against itself without them, all else kept)",
 }
 SIDE_NAMES = {TUNED: "best single-task trial of equal tuning", ABLATION: "winner without its auxiliary tasks"}
+UNTUNED = "untuned baseline at the study's fixed settings"  # claim (a)'s other side where the search tuned no single-task config
+EXPLORATORY_LEVEL = 0.95  # the exploratory metrics' intervals: family-wise over a claim's exploratory metrics (Bonferroni)
 EXPLORATORY = "exploratory: no verdict"
 NO_ERROR_LEFT = "no verdict: this look is beyond the planned most seeds, no error is left to spend"
-COLLAPSED_MORE = "no verdict: better on the seeds that trained, but collapses undo the gain"
+COLLAPSED_MORE = (
+    "no verdict: better on the seeds that trained, but seeds of this study failed and the winner's own seed runs "
+    "are too few to rule out failures that undo the gain"
+)
 RISK_CONFIDENCE = 0.975  # one-sided bound on a side's collapse rate (Clopper-Pearson)
 VOLATILE = ("seed", "data_dir", "device", "evaluate_test", "check_every", "compile", "prefetch")
 
@@ -88,18 +98,36 @@ def show(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
-# -- collapsed seeds ----------------------------------------------------------------
+# -- failed seeds -------------------------------------------------------------------
+FAIL_SHARE = 0.5  # a seed run that lost more than this share of the typical run's gain over the majority rate failed
+
+
+def failure_line(floor: float, typical: float) -> float:
+    """The score at or below which a seed run failed: the majority rate ``floor`` plus :data:`FAIL_SHARE` of
+    what a typical run (``typical``, a median) gains over it. A run that fails to 65% where the majority
+    rate is 58% and a typical run 85% has failed, though it is above the majority rate. NaN without a floor."""
+    if not math.isfinite(floor):
+        return math.nan
+    if not math.isfinite(typical) or typical <= floor:
+        return floor
+    return floor + FAIL_SHARE * (typical - floor)
+
+
 @dataclass(frozen=True)
 class Risk:
-    """Collapsed seed runs of each side of a claim, out of its seed runs (the search's and the final ones)."""
+    """Failed seed runs, each ``(failed, runs)``: of the winner's config and of the other side's config (their
+    own runs, the search's and the final ones) and of the whole study (every seed run it made)."""
 
-    winner: tuple[int, int] = (0, 0)  # (collapsed, runs)
+    winner: tuple[int, int] = (0, 0)
     other: tuple[int, int] = (0, 0)
+    study: tuple[int, int] = (0, 0)
 
     def plus(self, winner: tuple[int, int], other: tuple[int, int]) -> Risk:
+        """With the final seeds of both sides added (to their configs and to the study)."""
         return Risk(
             (self.winner[0] + winner[0], self.winner[1] + winner[1]),
             (self.other[0] + other[0], self.other[1] + other[1]),
+            (self.study[0] + winner[0] + other[0], self.study[1] + winner[1] + other[1]),
         )
 
 
@@ -111,11 +139,12 @@ def rate_bound(collapsed: int, runs: int, confidence: float = RISK_CONFIDENCE) -
 
 
 def survives_collapses(low: float, risk: Risk, loss: float) -> bool:
-    """Whether a clean gain whose interval starts at ``low`` stays a gain once collapses count:
-    ``low * (1 - p_w) - (p_w - p_o) * loss > 0``, ``p_w`` the winner side's collapse rate at its upper
-    bound, ``p_o`` the other side's observed rate, ``loss`` what a collapse costs (the other side's
-    clean mean above the floor). A study where no seed run collapsed keeps ``low > 0``."""
-    if risk.winner[0] == 0 and risk.other[0] == 0:
+    """Whether a clean gain whose interval starts at ``low`` stays a gain once failures count:
+    ``low * (1 - p_w) - (p_w - p_o) * loss > 0``, ``p_w`` the winner config's own failure rate at its
+    upper bound, ``p_o`` the other config's observed rate, ``loss`` what a failure costs (the other
+    side's clean mean above the majority rate). A study where no seed run failed keeps ``low > 0``:
+    the assumption left is that a config prone to fail shows it somewhere in the study's seed runs."""
+    if risk.winner[0] == 0 and risk.other[0] == 0 and risk.study[0] == 0:
         return low > 0
     p_w = rate_bound(*risk.winner)
     p_o = risk.other[0] / risk.other[1] if risk.other[1] else 0.0
@@ -134,7 +163,7 @@ class Row:
     other_std: float
     diff: stats.PairedDifference  # over the pairs where neither side collapsed; the look's interval
     verdict: str
-    detectable: float  # the gain this look finds 80% of the time (search.answer.power)
+    detectable: float  # the gain this look finds 80% of the time, averaged over studies (search.answer.power)
     collapsed: tuple[tuple[int, ...], tuple[int, ...]]  # final seeds that collapsed: winner's, other's
     looks: tuple[Look, ...] = ()  # every look of the study so far, this one last
 
@@ -166,7 +195,7 @@ class Row:
 
 
 def collapsed_seeds(scores: dict[int, float], seeds: Sequence[int], floor: float) -> tuple[int, ...]:
-    """Seeds whose score is at or below ``floor`` (the majority rate) or not finite (diverged)."""
+    """Seeds whose score is at or below ``floor`` (the failure line) or not finite (diverged)."""
     out = []
     for s in seeds:
         v = scores.get(s, math.nan)
@@ -191,11 +220,12 @@ def decide(
         return d, stats.verdict(d, mode), math.nan, looks
     look = looks[-1]
     half = look.boundary * d.std / math.sqrt(d.n)
-    d = replace(d, low=d.mean - half, high=d.mean + half, confidence=1 - 2 * look.total)
+    level = 1 - 2 * float(t_dist.sf(look.boundary, d.n - 1)) if math.isfinite(look.boundary) else 1.0
+    d = replace(d, low=d.mean - half, high=d.mean + half, confidence=level)  # the repeated interval of this look
     said = stats.verdict(d, mode)
     if said in (stats.BETTER, stats.WORSE, stats.SAME) and math.isinf(look.boundary):
         said = NO_ERROR_LEFT
-    return d, said, detectable_gain(d.n, d.std, look.boundary), looks
+    return d, said, stated_gain(d.n, d.std, look.boundary), looks
 
 
 # -- one claim ----------------------------------------------------------------------
@@ -221,14 +251,15 @@ class Claim:
     rows: tuple[Row, ...]
     headline: Row  # the study's metric: the one verdict of this claim
     differences: tuple[str, ...]  # every setting in which the two configs differ
+    other_name: str = ""  # what the other side is, in words (default: SIDE_NAMES)
+
+    def __post_init__(self) -> None:
+        if not self.other_name:
+            object.__setattr__(self, "other_name", SIDE_NAMES[self.key])
 
     @property
     def question(self) -> str:
         return QUESTIONS[self.key]
-
-    @property
-    def other_name(self) -> str:
-        return SIDE_NAMES[self.key]
 
 
 def headline_of(metrics: Sequence[str], objective_metric: str | None, fallback: str | None) -> str:
@@ -250,31 +281,42 @@ def compare(
     earlier: Sequence[int] = (),
     design: Design | None = None,
     risk: Risk = Risk(),
+    other_name: str = "",
 ) -> Claim:
     """Per metric the paired comparison over ``seeds`` (collapsed seeds left out, named); one verdict,
     on the headline metric. ``floor``: the majority rate per metric (a seed at or below it collapsed);
     ``earlier``: this claim's pair counts at the study's earlier looks; ``design``: its spending plan;
-    ``risk``: each side's collapses in the search (the final seeds' are added here)."""
+    ``risk``: the failed runs of both configs and of the study in the search (the final seeds' are added here);
+    ``other_name``: the other side in words. The exploratory metrics' intervals are Bonferroni-adjusted over
+    the claim's exploratory metrics (:data:`EXPLORATORY_LEVEL` family-wise) and carry no verdict."""
     top = headline_of(metrics, objective_metric, fallback)
     limit = (floor or {}).get(top, math.nan)
     if mode == "min":
         limit = math.nan  # a floor is a score to stay above: it means nothing for a minimised metric
-    gone = tuple(collapsed_seeds(side.test.get(top, {}), seeds, limit) for side in (winner, other))
+    finals = [v for side in (winner, other) for s in seeds if math.isfinite(v := side.test.get(top, {}).get(s, math.nan))]
+    line = failure_line(limit, float(np.median(finals)) if finals else math.nan)
+    gone = tuple(collapsed_seeds(side.test.get(top, {}), seeds, line) for side in (winner, other))
     clean = [s for s in seeds if s not in gone[0] and s not in gone[1]]
     risk = risk.plus((len(gone[0]), len(seeds)), (len(gone[1]), len(seeds)))
     clean_other = stats.mean_std([other.test.get(top, {}).get(s, math.nan) for s in clean])[0]
     loss = clean_other - limit if math.isfinite(limit) else 0.0
     rows = []
+    explored = max(1, len(metrics) - 1)
     for m in metrics:
         w = [winner.test.get(m, {}).get(s, math.nan) for s in clean]
         o = [other.test.get(m, {}).get(s, math.nan) for s in clean]
         direction = mode if m == objective_metric else "max"  # only the objective may be minimised
+        if m != top:
+            diff = stats.paired_difference(w, o, 1 - (1 - EXPLORATORY_LEVEL) / explored)
+            wm, ws, _ = stats.mean_std([winner.test.get(m, {}).get(s, math.nan) for s in seeds])
+            om, os_, _ = stats.mean_std([other.test.get(m, {}).get(s, math.nan) for s in seeds])
+            rows.append(Row(m, wm, ws, om, os_, diff, EXPLORATORY, math.nan, gone, ()))
+            continue
         diff, said, detectable, looks = decide(w, o, direction, earlier, design)
         if said == stats.BETTER and direction == "max" and not survives_collapses(diff.low, risk, loss):
             said = COLLAPSED_MORE
         wm, ws, _ = stats.mean_std([winner.test.get(m, {}).get(s, math.nan) for s in seeds])
         om, os_, _ = stats.mean_std([other.test.get(m, {}).get(s, math.nan) for s in seeds])
-        verdict = said if m == top else EXPLORATORY
-        rows.append(Row(m, wm, ws, om, os_, diff, verdict, detectable, gone, looks))
+        rows.append(Row(m, wm, ws, om, os_, diff, said, detectable, gone, looks))
     headline = next(r for r in rows if r.metric == top)
-    return Claim(key, other, tuple(rows), headline, differences(winner.config, other.config))
+    return Claim(key, other, tuple(rows), headline, differences(winner.config, other.config), other_name)

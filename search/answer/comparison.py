@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from search.answer import stats
-from search.answer.claims import EXPLORATORY, TUNED, Claim, Contender, Row
+from search.answer.claims import ABLATION, EXPLORATORY, EXPLORATORY_LEVEL, QUESTIONS, TUNED, Claim, Contender, Row
+from search.answer.power import spread_bound
 from search.answer.sequential import ALPHA
 from search.answer.text import fmt, list_text, signed
 from spaces import get_study
@@ -48,18 +49,49 @@ class FinalResult:
         """Claim (a)'s verdict row: the study's best against the best single-task trial."""
         return self.tuned.headline
 
+    @property
+    def coincide(self) -> bool:
+        """Whether claim (b)'s other side is claim (a)'s: the best single-task config is the winner's own
+        ablation, so the two claims are one comparison, trained once."""
+        return any(c.key != TUNED and c.other is self.opponent for c in self.claims)
+
+    @property
+    def shown_claims(self) -> tuple[Claim, ...]:
+        """The claims with a comparison of their own (one where the two coincide)."""
+        return (self.tuned,) if self.coincide else self.claims
+
     def verdicts(self) -> str:
-        """Both claims in one line, for logs and the model card: ``(a) against the best single-task trial
-        of equal tuning, test acc_4way: better; (b) ...``."""
-        return "; ".join(
-            f"({letter(c)}) against the {c.other_name}, test {c.headline.metric}: {c.headline.verdict}"
-            for c in self.claims
+        """The claims in one line, for logs and the model card, with their family-wise error: ``(a) against the
+        best single-task trial of equal tuning, test acc_4way: better; (b) ...; ...``."""
+        said = "; ".join(
+            f"({tag(c, self)}) against the {c.other_name}, test {c.headline.metric}: {c.headline.verdict}"
+            for c in self.shown_claims
+        )
+        return f"{said}. {self.family()}"
+
+    def family(self) -> str:
+        """The false "better" rate of what is printed, per claim and together."""
+        if len(self.shown_claims) == 1:
+            why = " (the best single-task config is the winner's own ablation)" if self.coincide else ""
+            return f"One comparison{why}: a false 'better' at most {ALPHA:.1%}."
+        return (
+            f"Each claim's false 'better' is at most {ALPHA:.1%}; the two together, at most {2 * ALPHA:.0%} "
+            "(they answer different questions and are not adjusted for each other)."
         )
 
     def markdown(self) -> str:
         lines = self.header()
-        for claim in self.claims:
+        for claim in self.shown_claims:
             lines += claim_lines(claim, self)
+        if self.coincide:
+            lines += [
+                "",
+                "### (b) " + QUESTIONS[ABLATION],
+                "",
+                f"The {self.tuned.other_name}, **{self.opponent.row.label}**, is the winner's own ablation (the same "
+                "config): claim (b) is claim (a), one comparison trained once, and the verdict above answers both.",
+            ]
+        lines += ["", self.family()]
         lines += self.published() + self.floor() + self.looks()
         if self.model_uri:
             lines += [
@@ -106,11 +138,11 @@ class FinalResult:
         return [
             "",
             "Majority (a constant predictor, the floor any model must beat; each aspect's most frequent polarity, "
-            f"counted on the test rows it scores): {scores}. A final seed at or below it on the verdict's metric, "
-            "or one that diverged, counts as collapsed: it is named, counted per side and left out of the paired "
-            "test. Collapse rates are compared apart, over every seed run of each side in the study (search and "
-            "final): where any collapsed, 'better' also needs the clean gain to outweigh the winner side's "
-            "collapse rate at its upper 97.5% bound.",
+            f"counted on the test rows it scores): {scores}. A final seed at or below the failure line on the verdict's "
+            "metric (the majority rate plus half of what the typical seed gains over it), or one that diverged, "
+            "failed: it is named, counted per side and left out of the paired test. Where any seed run of the "
+            "study failed (search or final), 'better' also needs the clean gain to outweigh the winner config's "
+            "own failure rate, over its own seed runs, at its upper 97.5% bound.",
         ]
 
     def looks(self) -> list[str]:
@@ -151,6 +183,11 @@ def letter(claim: Claim) -> str:
     return "a" if claim.key == TUNED else "b"
 
 
+def tag(claim: Claim, result: FinalResult) -> str:
+    """The claim's letter, ``a, b`` where the two claims are one comparison."""
+    return "a, b" if result.coincide and claim.key == TUNED else letter(claim)
+
+
 def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
     """One claim: its question, the two configs and every difference, the table, the verdict."""
     o, h = claim.other, claim.headline
@@ -164,45 +201,61 @@ def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
         + (f" (dev {fmt(dev, o.row.objective_std)})" if dev == dev else "")
         + f". They differ in: {differs}.",
         "",
-        f"| test metric | winner | {claim.other_name} | Δ winner − other [interval] | collapsed (winner / other) "
+        f"| test metric | winner | {claim.other_name} | Δ winner − other [interval, level] | failed (winner / other) "
         "| verdict |",
         "|---|---|---|---|---|---|",
     ]
     for r in claim.rows:
         lines.append(
             f"| {r.metric} | {fmt(r.winner_mean, r.winner_std)} | {fmt(r.other_mean, r.other_std)} "
-            f"| {signed(r.diff.mean)} [{signed(r.diff.low)}, {signed(r.diff.high)}] "
+            f"| {signed(r.diff.mean)} [{signed(r.diff.low)}, {signed(r.diff.high)}, {level(r.diff.confidence)}] "
             f"| {len(r.collapsed[0])} / {len(r.collapsed[1])} | {r.verdict} |"
         )
-    return lines + ["", verdict_sentence(claim, len(result.seeds)), collapse_sentence(h, len(result.seeds))]
+    explored = len(claim.rows) - 1
+    note = (
+        [
+            f"Interval levels: the verdict's metric, this look's repeated interval (the t interval at its spending "
+            f"boundary); the {explored} exploratory metrics, {EXPLORATORY_LEVEL:.0%} together (Bonferroni: each at "
+            f"{level(1 - (1 - EXPLORATORY_LEVEL) / explored)}), no verdict."
+        ]
+        if explored
+        else []
+    )
+    return lines + ["", *note, verdict_sentence(claim, len(result.seeds)), collapse_sentence(h, len(result.seeds))]
+
+
+def level(confidence: float) -> str:
+    """An interval's two-sided level: ``95.8%``."""
+    return "–" if confidence != confidence else f"{100 * confidence:.1f}%"
 
 
 def verdict_sentence(claim: Claim, k: int) -> str:
     """The verdict in words, with what this look could detect."""
     h = claim.headline
     where = f"**Verdict ({letter(claim)}) on test {h.metric}, over {h.diff.n} paired seeds: {h.verdict}**"
-    numbers = f"(Δ {signed(h.diff.mean)}, interval [{signed(h.diff.low)}, {signed(h.diff.high)}]"
+    numbers = f"(Δ {signed(h.diff.mean)}, {level(h.diff.confidence)} repeated interval [{signed(h.diff.low)}, {signed(h.diff.high)}]"
     numbers += f", {h.look.total:.4f} of the {ALPHA:g} error spent)" if h.look else ")"
     if not math.isfinite(h.detectable):
         return f"{where} {numbers}."
+    spread = (
+        f"from {h.diff.n} seeds and the spread's 70% upper bound {pp(spread_bound(h.diff.n, h.diff.std), signed_=False)}"
+        f" (observed {pp(h.diff.std, signed_=False)})"
+    )
     if h.verdict == stats.SAME:
         return (
             f"{where} {numbers}: a gain above {pp(h.diff.high)} is unlikely; gains below {pp(h.detectable)} could "
-            f"not be told from noise (the gain this look finds 80% of the time, from {h.diff.n} seeds and the "
-            f"observed spread {pp(h.diff.std, signed_=False)} of the paired differences)."
+            f"not be told from noise (the gain this look finds 80% of the time averaged over studies, {spread})."
         )
-    return (
-        f"{where} {numbers}. At {h.diff.n} seeds and this spread it finds a gain of {pp(h.detectable)} 80% of the time."
-    )
+    return f"{where} {numbers}. This look finds a gain of {pp(h.detectable)} 80% of the time ({spread})."
 
 
 def collapse_sentence(h: Row, k: int) -> str:
     w, o = h.collapsed
     if not w and not o:
-        return f"No final seed collapsed on either side (0 of {k})."
+        return f"No final seed failed on either side (0 of {k})."
     sides = (("winner", w), ("other", o))
     named = ", ".join(f"{side} {len(s)} of {k} (seeds {list_text(list(s))})" for side, s in sides if s)
-    return f"Collapsed seeds (at or below the majority rate, or diverged): {named}; left out of the paired test."
+    return f"Failed seeds (at or below the failure line, or diverged): {named}; left out of the paired test."
 
 
 def pp(x: float, signed_: bool = True) -> str:
@@ -214,14 +267,14 @@ def final_frame(result: FinalResult) -> pd.DataFrame:
     """``final.csv``: one row per claim and primary test metric, then the published runs and the floor."""
     rows = [
         {
-            "source": f"final ({letter(c)}) {c.key}",
+            "source": f"final ({tag(c, result)}) {c.key}",
             **r.to_dict(),
             "winner": result.winner.row.label,
             "other": c.other.row.label,
             "differences": "; ".join(c.differences),
             "seeds": list_text(result.seeds),
         }
-        for c in result.claims
+        for c in result.shown_claims
         for r in c.rows
     ]
     for source, values in get_study(result.study).published.items():

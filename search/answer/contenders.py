@@ -11,7 +11,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from search.answer.claims import Contender
+import numpy as np
+
+from search.answer.claims import Contender, Risk, failure_line
 from search.tracking.outcome import COMPLETED
 from search.tracking.records import CONFIG_ARTIFACT
 from search.tracking.trial_record import TrialRecord
@@ -48,16 +50,23 @@ def ablation_row(winner: TrialRecord, config: TrainConfig) -> TrialRecord:
     )
 
 
-def search_collapses(table: Sequence[TrialRecord], floor: float) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Seed runs of the search at or below ``floor`` (the dev majority rate) or not finite, out of all its
-    seed runs, per side: (multitask, single-task), each ``(collapsed, runs)``, at each trial's last report
-    (a seed that never reported, under seeds as a fidelity or in a failed trial, is no run)."""
-    counts = {True: [0, 0], False: [0, 0]}  # single task? -> [collapsed, runs]
+def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, other_key: str) -> Risk:
+    """Failed seed runs of the search (:class:`~search.answer.claims.Risk`): of the winner's config and of the
+    other side's (every trial with its canonical key), and of the whole study. A run failed at or below the
+    failure line (:func:`~search.answer.claims.failure_line` from ``floor``, the dev majority rate, and the
+    median seed run) or not finite, at its trial's last report (a seed that never reported is no run)."""
+    values = [v for r in table for v in r.objective_seeds.values()]
+    finite = [v for v in values if math.isfinite(v)]
+    line = failure_line(floor, float(np.median(finite)) if finite else math.nan)
+    counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0]}
     for r in table:
+        owners = ["study"] + [side for side, key in (("winner", winner_key), ("other", other_key)) if key and r.key == key]
         for value in r.objective_seeds.values():
-            counts[r.single_task][0] += math.isinf(value) or (math.isfinite(floor) and value <= floor)
-            counts[r.single_task][1] += 1
-    return (counts[False][0], counts[False][1]), (counts[True][0], counts[True][1])
+            failed = math.isinf(value) or (math.isfinite(line) and value <= line)
+            for owner in owners:
+                counts[owner][0] += failed
+                counts[owner][1] += 1
+    return Risk(*(tuple(counts[k]) for k in ("winner", "other", "study")))  # type: ignore[arg-type]
 
 
 def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:

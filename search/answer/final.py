@@ -18,7 +18,7 @@ import logging
 import time
 from dataclasses import replace
 
-from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
+from search.answer.claims import ABLATION, TUNED, UNTUNED, Contender, Risk, ablation_config, compare
 from search.answer.comparison import FinalResult
 from search.answer.config import FinalizeConfig
 from search.answer.contenders import (
@@ -28,7 +28,7 @@ from search.answer.contenders import (
     complete_finals,
     final_checkpoint,
     final_seeds,
-    search_collapses,
+    search_risk,
     trial_config,
 )
 from search.answer.looks import ABLATION_VERDICT_TAG, check_seeds, design_of, earlier_looks, pairs_before, record_look
@@ -86,8 +86,14 @@ def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
     if any(missing.values()):
         train_missing(cfg, parent.info.run_id, invocation, contenders, missing, primary, seeds, kind)
     dev_floor = rec.majority_of(parent.data.metrics).get(objective_metric_of(invocation.objective, primary) or "")
-    risk = Risk(*search_collapses(table, dev_floor if dev_floor is not None else float("nan")))
-    return conclude(cfg, client, parent.info.run_id, invocation, name, seeds, contenders, risk, kind)
+    floor = dev_floor if dev_floor is not None else float("nan")
+    ablation_key = contenders[2].row.key if len(contenders) > 2 else opponent.row.key
+    risks = {
+        TUNED: search_risk(table, floor, winner.row.key, opponent.row.key),
+        ABLATION: search_risk(table, floor, winner.row.key, ablation_key),
+    }
+    tuned = len({r.key for r in table if r.single_task}) > 1  # else the single-task side is the baseline alone
+    return conclude(cfg, client, parent.info.run_id, invocation, name, seeds, contenders, risks, kind, tuned)
 
 
 def conclude(
@@ -98,10 +104,13 @@ def conclude(
     name: str,
     seeds,
     contenders,
-    risk: Risk,
+    risks: dict[str, Risk],
     kind: TrialKind,
+    single_tuned: bool = True,
 ):
-    """Both claims on test at this look, the model registered, the numbers recorded on the parent run."""
+    """Both claims on test at this look, the model registered, the numbers recorded on the parent run.
+    ``single_tuned``: whether the search tried more than one single-task config (else claim (a)'s other
+    side is the untuned baseline, and is called so)."""
     winner, opponent = contenders[:2]
     ablation = contenders[2] if len(contenders) > 2 else opponent
     study = get_study(cfg.study)
@@ -127,7 +136,8 @@ def conclude(
             majority,
             pairs_before(looks, key, len(seeds)),
             design,
-            risk,
+            risks.get(key, Risk()),
+            "" if single_tuned or key != TUNED else UNTUNED,
         )
         for key, other in ((TUNED, opponent), (ABLATION, ablation))
     )

@@ -37,7 +37,7 @@ class PairedDifference:
 
     @property
     def method(self) -> str:
-        return f"paired t, {self.confidence:.0%}"
+        return f"paired t, {100 * self.confidence:.1f}%"
 
 
 def paired_difference(config: Sequence[float], baseline: Sequence[float], confidence: float = 0.95) -> PairedDifference:

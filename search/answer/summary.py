@@ -48,6 +48,7 @@ class Verdict:
     seeds: int
     first: str = "multitask"
     second: str = "single-task"
+    level: float = 0.95  # the interval's two-sided level (a look's repeated interval: its spending boundary's)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def summary(study: str, verdicts: list[Verdict], sides: list[Side], places: Plac
     """The closing block, e.g.::
 
     == absa: the answer ==
-    multitask vs single-task on test acc_4way, 3 fresh seeds: no significant difference (Δ +0.0086, 95% CI ...)
+    multitask vs single-task on test acc_4way, 5 fresh seeds: no significant difference (Δ +0.0086, 95.8% interval of this look ...)
     multitask:   t01 pos+sentihood sequential (dev 0.8648 ± 0.0101)
     ...
     """
@@ -79,7 +80,7 @@ def summary(study: str, verdicts: list[Verdict], sides: list[Side], places: Plac
     for v in verdicts:
         lines.append(
             f"{v.first} vs {v.second} on test {v.metric}, {v.seeds} fresh seeds: {v.verdict} "
-            f"(Δ {v.diff:+.4f}, 95% CI [{v.low:+.4f}, {v.high:+.4f}])"
+            f"(Δ {v.diff:+.4f}, {100 * v.level:.1f}% interval of this look [{v.low:+.4f}, {v.high:+.4f}])"
         )
     width = max((len(s.kind) for s in sides), default=0) + 1
     for s in sides:
@@ -116,11 +117,15 @@ def verdicts_of(final: Any) -> tuple[list[Verdict], list[Side]]:
     sides = [
         Side("multitask", final.winner.row.label, float(final.winner.row.objective), final.winner.row.objective_std)
     ]
-    for claim in final.claims:
+    for claim in final.shown_claims:
         h = claim.headline
         second = "single-task" if claim.key == TUNED else "its ablation"
+        if claim.key == TUNED and final.coincide:
+            second = "single-task (its own ablation: claims a and b are one comparison)"
         verdicts.append(
-            Verdict(h.metric, h.verdict, h.diff.mean, h.diff.low, h.diff.high, h.diff.n, "multitask", second)
+            Verdict(
+                h.metric, h.verdict, h.diff.mean, h.diff.low, h.diff.high, h.diff.n, "multitask", second, h.diff.confidence
+            )
         )
         if claim.key == TUNED or claim.other is not final.opponent:
             row = claim.other.row

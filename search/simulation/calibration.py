@@ -8,7 +8,8 @@ fresh simulated seeds scored by the truth (``choose``, ``ablation_config``, ``fi
 ``claim``, ``studies``, ``better`` (studies with a "better" at some look), ``false_better`` (those
 where the truth says the winner is not better: its true test score at most the other side's),
 ``rate`` (false_better / studies) and its Monte Carlo ``se``, the bound ``0.025 + 2 se`` and
-``within``.
+``within``; a third line, claim ``either``, counts a false "better" of either claim (the two as a
+family: each is tested at 0.025, so the family's bound is 0.05).
 
 ``--regime NAME`` (no ``--truth``) runs the fast model of :mod:`search.simulation.regimes` instead:
 one of :data:`REGIMES`, the table of ``docs/verdict.md``.
@@ -25,8 +26,8 @@ from dataclasses import replace
 import numpy as np
 import optuna
 
-from search.answer.claims import ABLATION, TUNED, Contender, Risk, ablation_config, compare
-from search.answer.contenders import choose, collect, final_seeds, search_collapses
+from search.answer.claims import ABLATION, TUNED, Contender, ablation_config, compare
+from search.answer.contenders import choose, collect, final_seeds, search_risk
 from search.answer.sequential import ALPHA, Design, default_max_seeds
 from search.answer.stats import BETTER
 from search.simulation.regimes import Outcome, Simulation, simulate_study
@@ -56,6 +57,19 @@ REGIMES: dict[str, Simulation] = {
     "looks-3-5-10": Simulation(looks=(3, 5, 10)),
     "looks-every-3-10": Simulation(looks=tuple(range(3, 11))),
     "power-1sd": Simulation(effect=0.01),
+    # failure as a property of some configs, not of a whole side (issue 40): the winner chosen on dev
+    # is the likeliest of them all to be a prone config that did not fail on its search seeds
+    "lr-fails-either-side": Simulation(collapse=0.2, prone="any", prone_lr=8e-5),
+    "lr-fails-baseline-alone-5e-5": Simulation(collapse=0.2, prone="any", prone_lr=5e-5, single_share=0.0),
+    "lr-fails-baseline-alone": Simulation(collapse=0.2, prone="any", prone_lr=8e-5, single_share=0.0),
+    "default-shape-fails": Simulation(
+        trials=43, search_seeds=1, collapse=0.3, prone_share=1 / 6, single_share=0.0
+    ),
+    "some-multitask-fail": Simulation(collapse=0.2, prone_lr=8e-5),
+    "fails-above-floor": Simulation(collapse=0.15, fail_to=0.65),
+    # the assumption left (docs/verdict.md): a prone config fails somewhere in the study's seed runs;
+    # rarer failures can go unseen everywhere, and then nothing tells the winner from a safe config
+    "rare-fails-some-multitask": Simulation(collapse=0.1, prone_lr=8e-5),
 }
 
 
@@ -90,7 +104,7 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
         collect(c, [final], truth.primary, seeds)
         sides[role] = c
     floor = dict(truth.majority)
-    risk = Risk(*search_collapses(table, floor.get(metric, math.nan)))
+    keys = {"opponent": opponent_row.key, ABLATION: canonical_key(ablated)}
     design = Design(default_max_seeds(looks[0]))
     out = []
     for claim, other in ((TUNED, "opponent"), (ABLATION, ABLATION)):
@@ -100,7 +114,7 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
             metrics = list(sides["winner"].test)
             headline = compare(
                 claim, sides["winner"], sides[other], metrics, seeds[:k], study.plan.mode, metric, None, floor,
-                pairs, design, risk,
+                pairs, design, search_risk(table, floor.get(metric, math.nan), winner_row.key, keys[other]),
             ).headline  # fmt: skip
             verdicts.append(headline.verdict)
             pairs.append(headline.diff.n)
@@ -113,29 +127,31 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
 
 # -- rates --------------------------------------------------------------------------------
 def rates(outcomes: Iterable[list[Outcome]], label: str) -> list[dict]:
-    """One line per claim: how often it said "better" at some look, and how often falsely."""
+    """One line per claim: how often it said "better" at some look, and how often falsely; then one for
+    the two claims as a family (a false "better" of either)."""
     studies = list(outcomes)
-    lines = []
-    for i, claim in enumerate((TUNED, ABLATION)):
-        said = [any(v == BETTER for v in s[i].verdicts) for s in studies]
-        false = int(sum(bool(b and s[i].true_diff <= 0) for b, s in zip(said, studies)))
-        n = len(studies)
-        rate = false / n
-        se = math.sqrt(max(rate * (1 - rate), ALPHA * (1 - ALPHA) / n if not false else 0.0) / n)
-        lines.append(
-            {
-                "regime": label,
-                "claim": claim,
-                "studies": n,
-                "better": int(sum(said)),
-                "false_better": false,
-                "rate": round(rate, 5),
-                "se": round(se, 5),
-                "bound": round(ALPHA + 2 * se, 5),
-                "within": rate <= ALPHA + 2 * se,
-            }
-        )
-    return lines
+    n = len(studies)
+    said = [[any(v == BETTER for v in s[i].verdicts) for s in studies] for i in range(2)]
+    false = [[b and s[i].true_diff <= 0 for b, s in zip(said[i], studies)] for i in range(2)]
+    lines = [line(label, claim, n, sum(said[i]), sum(false[i])) for i, claim in enumerate((TUNED, ABLATION))]
+    family = line(label, "either", n, sum(a or b for a, b in zip(*said)), sum(a or b for a, b in zip(*false)))
+    return [*lines, family | {"bound": round(2 * ALPHA + 2 * family["se"], 5), "within": None}]
+
+
+def line(label: str, claim: str, n: int, said: int, false: int) -> dict:
+    rate = false / n
+    se = math.sqrt(max(rate * (1 - rate), ALPHA * (1 - ALPHA) / n if not false else 0.0) / n)
+    return {
+        "regime": label,
+        "claim": claim,
+        "studies": n,
+        "better": int(said),
+        "false_better": int(false),
+        "rate": round(rate, 5),
+        "se": round(se, 5),
+        "bound": round(ALPHA + 2 * se, 5),
+        "within": rate <= ALPHA + 2 * se,
+    }
 
 
 def regime_rates(name: str, studies: int, seed: int = 0) -> list[dict]:

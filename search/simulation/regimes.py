@@ -1,7 +1,7 @@
 """Finalize's claims on whole simulated studies under a parameterised noise model: the fast calibration.
 
 Each study is drawn here and driven through the functions finalize itself uses (``choose``,
-``search_collapses``, ``final_seeds``, ``collect``, ``ablation``'s role, ``claims.compare`` at every
+``search_risk``, ``final_seeds``, ``collect``, ``ablation``'s role, ``claims.compare`` at every
 look, hence ``stats.verdict`` and the spending plan) on trial tables shaped like MLflow's. The model:
 
     score(config, seed, split) = true(config) + luck(config, seed) + shared(seed) + noise(split)
@@ -11,10 +11,15 @@ add; ``other`` what differs between configs for other reasons (``config_sd`` of 
 curve ``-lr_depth * (log10 lr - log10 3e-5)**2`` over lr drawn log-uniform in [1e-5, 1e-4]); the
 ablation of the winner keeps its ``other`` and loses ``effect``. ``luck`` is a config's seed effect
 shared by its dev and test scores, ``shared`` a seed's effect on every config, ``noise`` the
-evaluation noise of one split. ``collapse``: the share of a multitask config's seed runs that
-collapse to the majority rate (dev and test); its other runs gain what keeps the config's mean
-at ``true`` (the skewed null: usually better, the same mean). The search has no early stopping
-here (the through-the-search calibration, :mod:`search.simulation.calibration`, has it).
+evaluation noise of one split. ``collapse``: the share of a prone config's seed runs that fail
+(dev and test) to ``fail_to`` (the majority rate unless told); its other runs gain what keeps the
+config's mean at ``true`` (the skewed null: usually better, the same mean). Which configs are prone:
+``prone`` names the side (every multitask config, every config, or the baseline alone),
+``prone_share`` the share of that side drawn prone per config, ``prone_lr`` an lr above which a
+config is prone (the failure of fine-tuning at a high lr; 0: any lr). ``single_share``: the share of
+the trials after the baseline that are single-task (0: the single-task side is the baseline alone,
+the default search's shape). The search has no early stopping here (the through-the-search
+calibration, :mod:`search.simulation.calibration`, has it).
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from search.answer.claims import ABLATION, TUNED, Contender, Risk, compare
-from search.answer.contenders import choose, collect, final_seeds, search_collapses
+from search.answer.claims import ABLATION, TUNED, Contender, compare
+from search.answer.contenders import choose, collect, final_seeds, search_risk
 from search.answer.sequential import Design, default_max_seeds
 from search.tracking.outcome import COMPLETED
 from search.tracking.trial_record import TrialRecord
@@ -36,6 +41,7 @@ PRIMARY, METRIC = "semeval", "acc_4way"
 DEV = f"{PRIMARY}/dev/{METRIC}"  # the objective's metric: its seed mean is the objective
 BASE, MAJORITY = 0.85, 0.58  # the null truth's acc_4way and its majority rate
 CONFIG = TrainConfig(tasks=(PRIMARY,), primary=PRIMARY)  # the model trains nothing: any config will do
+PRONE = ("multitask", "any", "baseline")
 
 
 @dataclass(frozen=True)
@@ -51,7 +57,12 @@ class Simulation:
     shared_sd: float = 0.0  # seed luck every config shares (what pairing removes)
     config_sd: float = 0.0  # true spread between configs for reasons other than the auxiliary tasks
     lr_depth: float = 0.0  # true loss per decade squared away from lr 3e-5 (0: lr does not matter)
-    collapse: float = 0.0  # share of a multitask config's seed runs at the majority rate (mean kept)
+    collapse: float = 0.0  # share of a prone config's seed runs that fail (mean kept)
+    prone: str = "multitask"  # which configs may be prone: "multitask", "any" or "baseline"
+    prone_share: float = 1.0  # share of those drawn prone, per config
+    prone_lr: float = 0.0  # only a config with lr above this is prone (0: any lr)
+    fail_to: float = MAJORITY  # a failed run's score (the majority rate: a collapse)
+    single_share: float = 0.5  # share of the trials after the baseline that are single-task
     max_seeds: int | None = None  # the spending plan (None: finalize's default for the first look)
 
     def __post_init__(self) -> None:
@@ -61,6 +72,10 @@ class Simulation:
             raise ValueError(f"Simulation.looks = {self.looks}: expected increasing seed counts >= 2")
         if not 0 <= self.collapse < 1:
             raise ValueError(f"Simulation.collapse = {self.collapse}: expected in [0, 1)")
+        if self.prone not in PRONE:
+            raise ValueError(f"Simulation.prone = {self.prone!r}: expected one of {', '.join(PRONE)}")
+        if not 0 <= self.prone_share <= 1 or not 0 <= self.single_share < 1:
+            raise ValueError(f"Simulation.prone_share {self.prone_share} in [0, 1], single_share {self.single_share} in [0, 1) expected")
 
 
 @dataclass(frozen=True)
@@ -77,14 +92,15 @@ class World:
 
     def __init__(self, sim: Simulation, rng: np.random.Generator) -> None:
         self.sim, self.rng = sim, rng
-        multitask = rng.random(sim.trials) < 0.5
+        multitask = rng.random(sim.trials) >= sim.single_share
         multitask[0] = False  # t00 baseline
         while not multitask.any():  # no multitask trial: no verdict; the rate is among studies with one
-            multitask[1:] = rng.random(sim.trials - 1) < 0.5
+            multitask[1:] = rng.random(sim.trials - 1) >= sim.single_share
         lr = np.log10(2e-5) * np.ones(sim.trials)
         lr[1:] = rng.uniform(-5, -4, sim.trials - 1)
         other = rng.normal(0.0, sim.config_sd, sim.trials) - sim.lr_depth * (lr - math.log10(3e-5)) ** 2
-        self.multitask, self.other = list(multitask), list(other)
+        self.multitask, self.other, self.lr = list(multitask), list(other), list(lr)
+        self.prone = [self.draw_prone(i) for i in range(sim.trials)]
         self.luck: dict[tuple[int, int], tuple[float, bool]] = {}
         self.shared: dict[int, float] = {}
 
@@ -92,7 +108,17 @@ class World:
         """The winner's ablation, a config of its own: the winner's ``other``, no auxiliary tasks."""
         self.multitask.append(False)
         self.other.append(self.other[winner])
+        self.lr.append(self.lr[winner])
+        self.prone.append(self.draw_prone(len(self.other) - 1))
         return len(self.other) - 1
+
+    def draw_prone(self, config: int) -> bool:
+        """Whether ``config`` fails on some seeds: its side, its lr, then a draw of ``prone_share``."""
+        sim = self.sim
+        side = {"multitask": self.multitask[config], "any": True, "baseline": config == 0}[sim.prone]
+        if not side or sim.collapse == 0 or (sim.prone_lr and self.lr[config] <= math.log10(sim.prone_lr)):
+            return False
+        return bool(self.rng.random() < sim.prone_share)
 
     def true(self, config: int) -> float:
         return BASE + self.sim.effect * self.multitask[config] + self.other[config]
@@ -100,14 +126,14 @@ class World:
     def score(self, config: int, seed: int) -> float:
         sim = self.sim
         if (config, seed) not in self.luck:
-            fell = self.multitask[config] and self.rng.random() < sim.collapse
+            fell = self.prone[config] and self.rng.random() < sim.collapse
             self.luck[config, seed] = (self.rng.normal(0.0, sim.seed_sd), fell)
         if seed not in self.shared:
             self.shared[seed] = self.rng.normal(0.0, sim.shared_sd)
         luck, fell = self.luck[config, seed]
         if fell:
-            return MAJORITY
-        gain = sim.collapse * (BASE - MAJORITY) / (1 - sim.collapse) if self.multitask[config] else 0.0
+            return sim.fail_to
+        gain = sim.collapse * (self.true(config) - sim.fail_to) / (1 - sim.collapse) if self.prone[config] else 0.0
         return self.true(config) + gain + luck + self.shared[seed] + self.rng.normal(0.0, sim.eval_sd)
 
 
@@ -137,7 +163,6 @@ def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
     winner_row, opponent_row = choose(table, "max")
     configs = {"winner": winner_row.number, "opponent": opponent_row.number}
     configs[ABLATION] = world.add_ablation(configs["winner"])
-    risk = Risk(*search_collapses(table, MAJORITY))
     seeds = final_seeds(searched, sim.looks[-1])
     sides = {}
     for role, config in configs.items():
@@ -150,6 +175,8 @@ def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
     design = Design(sim.max_seeds or default_max_seeds(sim.looks[0]))
     out = []
     for claim, other in ((TUNED, "opponent"), (ABLATION, ABLATION)):
+        other_key = opponent_row.key if other == "opponent" else ""  # the ablation is no trial of the search
+        risk = search_risk(table, MAJORITY, winner_row.key, other_key)
         verdicts, pairs = [], []
         for k in sim.looks:
             look = compare(

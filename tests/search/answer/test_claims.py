@@ -2,17 +2,22 @@
 
 import math
 
+import pytest
+
 from search.answer.claims import (
     ABLATION,
     COLLAPSED_MORE,
+    EXPLORATORY,
     NO_ERROR_LEFT,
     TUNED,
+    UNTUNED,
     Contender,
     Risk,
     ablation_config,
     collapsed_seeds,
     compare,
     differences,
+    failure_line,
     rate_bound,
     survives_collapses,
 )
@@ -67,8 +72,28 @@ def test_collapsed_seeds_are_named_and_left_out_of_the_paired_test():
     )
     assert rate_bound(0, 0) == 1.0 and 0.0 < rate_bound(0, 100) < 0.04
     assert survives_collapses(0.01, Risk(), 0.27)
-    assert not survives_collapses(0.01, Risk((7, 50), (0, 50)), 0.27)
-    assert survives_collapses(0.05, Risk((1, 400), (1, 400)), 0.27)
+    assert not survives_collapses(0.01, Risk((7, 50), (0, 50), (7, 100)), 0.27)
+    assert survives_collapses(0.05, Risk((1, 400), (1, 400), (2, 800)), 0.27)
+
+
+def test_a_failure_above_the_majority_rate_counts_and_risk_is_the_winners_own():
+    assert failure_line(0.58, 0.85) == pytest.approx(0.715) and failure_line(0.58, 0.50) == 0.58
+    assert math.isnan(failure_line(math.nan, 0.85))
+    w = side("winner", WINNER, [0.745, 0.75, 0.62, 0.76, 0.735, 0.755])  # seed 6 fell to 62%, above 58%
+    o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
+    seeds = list(range(4, 10))
+    h = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}).headline
+    assert h.collapsed == ((6,), ()) and h.verdict == COLLAPSED_MORE
+    # clean final seeds, a clean winner config, but runs of other configs failed in the search: the
+    # winner's own eight runs cannot rule out a failure rate that undoes a 4 pp gain
+    clean = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
+    risk = Risk((0, 2), (0, 2), (9, 90))
+    said = compare(TUNED, clean, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}, risk=risk)
+    assert said.headline.verdict == COLLAPSED_MORE
+    # the same study with no failed run anywhere: better
+    assert compare(
+        TUNED, clean, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}, risk=Risk((0, 2), (0, 2), (0, 90))
+    ).headline.verdict == BETTER
 
 
 def test_a_look_beyond_the_planned_seeds_spends_nothing():
@@ -96,3 +121,34 @@ def test_the_answer_names_each_claim_what_it_could_detect_and_the_looks():
     frame = final_frame(result)
     assert set(frame.source.head(2)) == {"final (a) tuned", "final (b) ablation"}
     assert frame.detectable_gain.iloc[0] > 0
+    assert "Each claim's false 'better' is at most 2.5%; the two together, at most 5%" in result.verdicts()
+    assert "95.8% repeated interval" in text  # the first look of 5 seeds spends 2.1% a side: 95.8%, not 95%
+
+
+def test_one_comparison_where_the_best_single_task_config_is_the_winners_ablation():
+    seeds = [4, 5, 6, 7, 8]
+    w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73], "t03 sst2 sqrt")
+    o = side("opponent", ablation_config(WINNER), [0.71, 0.72, 0.70, 0.71, 0.70], "t00 baseline")
+    claims = (
+        compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", other_name=UNTUNED),
+        compare(ABLATION, w, o, ["acc_4way"], seeds, "max", "acc_4way"),
+    )
+    result = FinalResult("absa", "absa-1", "semeval/dev/acc_4way/mean", "max", seeds, w, claims, search_seeds=[1])
+    text = result.markdown()
+    assert result.coincide and "claim (b) is claim (a), one comparison trained once" in text
+    assert text.count("**Verdict (") == 1 and "equal tuning" not in text
+    assert result.verdicts().startswith(f"(a, b) against the {UNTUNED}, test acc_4way")
+    assert "One comparison (the best single-task config is the winner's own ablation)" in result.verdicts()
+    assert list(final_frame(result).source.head(1)) == ["final (a, b) tuned"]
+
+
+def test_exploratory_intervals_are_adjusted_over_the_exploratory_metrics():
+    seeds = [4, 5, 6, 7, 8]
+    w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73])
+    o = side("opponent", SINGLE, [0.71, 0.72, 0.70, 0.71, 0.70])
+    for c in (w, o):
+        c.test |= {m: dict(c.test["acc_4way"]) for m in ("acc_3way", "acc_2way")}
+    rows = compare(TUNED, w, o, ["acc_4way", "acc_3way", "acc_2way"], seeds, "max", "acc_4way").rows
+    assert [r.verdict for r in rows[1:]] == [EXPLORATORY, EXPLORATORY]
+    assert rows[1].diff.confidence == pytest.approx(0.975)  # 95% together over two metrics
+    assert rows[1].diff.high - rows[1].diff.low > rows[0].diff.high - rows[0].diff.low  # wider than the look's

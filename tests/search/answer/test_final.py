@@ -133,13 +133,19 @@ def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
     assert worse[0].verdict == WORSE and math.isclose(worse[0].diff.mean, -rows[0].diff.mean)
 
 
-def test_search_collapses_counts_each_sides_seed_runs_at_or_below_the_floor():
-    from search.answer.contenders import search_collapses
+def test_search_risk_counts_failed_runs_per_config_and_study():
+    from search.answer.claims import Risk
+    from search.answer.contenders import search_risk
 
     table = [
         row("t00 baseline", "completed", 0.70, True, (0.69, 0.58)),  # one single-task run at the floor
         row("t01 sst2 sqrt", "completed", 0.74, False, (0.57, math.inf)),  # below it, and one diverged
         row("t02 pos square", "pruned", 0.60, False, (0.70, math.nan)),  # seed 2 never reported
+        row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.61)),  # 0.61: lost most of its gain, failed
     ]
-    assert search_collapses(table, 0.58) == ((2, 3), (1, 2))
-    assert search_collapses(table, math.nan) == ((1, 3), (0, 2))  # no floor: only the diverged run
+    # median finite run 0.65: the failure line is 0.58 + (0.65 - 0.58) / 2 = 0.615
+    assert search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline") == Risk((2, 2), (1, 2), (4, 7))
+    assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((1, 2), (0, 0), (4, 7))  # "": no trial of it
+    assert search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 7))
+
+

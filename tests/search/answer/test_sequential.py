@@ -58,3 +58,20 @@ def test_detectable_gain_and_planning_agree_with_simulated_power():
     assert power >= 0.78, power  # the normal-theory formula errs on the safe side
     with pytest.raises(ValueError):
         seeds_for(0.0, 0.01)
+
+
+@pytest.mark.parametrize("n", [3, 5, 10])
+def test_the_stated_gain_is_found_80_percent_of_the_time_averaged_over_studies(n):
+    from scipy.stats import nct
+
+    from search.answer.power import spread_bound, stated_gain
+
+    boundary = boundaries((n,), Design(default_max_seeds(n)))[0].boundary
+    rng = np.random.default_rng(n)
+    spreads = rng.standard_normal((20_000, n)).std(1, ddof=1)  # observed spreads of studies at true spread 1
+    gains = np.array([stated_gain(n, s, boundary) for s in spreads])
+    found = nct.sf(boundary, n - 1, gains * math.sqrt(n))  # each stated gain's true power
+    assert found.mean() >= 0.78, found.mean()
+    naive = nct.sf(boundary, n - 1, np.array([detectable_gain(n, s, boundary) for s in spreads]) * math.sqrt(n))
+    assert naive.mean() < 0.76  # the observed spread taken as the true one: optimistic
+    assert spread_bound(n, 1.0) > 1.0 and math.isnan(spread_bound(1, 1.0))

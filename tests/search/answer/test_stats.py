@@ -25,7 +25,7 @@ def test_paired_t_interval_on_hand_worked_numbers():
     assert d.std == pytest.approx(math.sqrt(1.3e-4))
     half = 2.776445 * math.sqrt(1.3e-4) / math.sqrt(5)
     assert (d.low, d.high) == (pytest.approx(0.044 - half, abs=1e-6), pytest.approx(0.044 + half, abs=1e-6))
-    assert d.method == "paired t, 95%"
+    assert d.method == "paired t, 95.0%"
 
 
 def test_pairing_removes_shared_seed_noise():

@@ -26,7 +26,7 @@ def test_summary_gives_the_verdict_the_sides_and_every_place():
     assert lines[0] == "== absa: the answer =="
     assert lines[1] == (
         "multitask vs single-task on test acc_4way, 3 fresh seeds: no significant difference "
-        "(Δ +0.0086, 95% CI [-0.0087, +0.0258])"
+        "(Δ +0.0086, 95.0% interval of this look [-0.0087, +0.0258])"
     )
     assert lines[2] == "multitask:   t01 pos sequential (dev 0.8648 ± 0.0101)"
     assert lines[3] == "single-task: t02 single (dev 0.8611 ± 0.0019)"
