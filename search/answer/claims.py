@@ -252,6 +252,7 @@ class Claim:
     headline: Row  # the study's metric: the one verdict of this claim
     differences: tuple[str, ...]  # every setting in which the two configs differ
     other_name: str = ""  # what the other side is, in words (default: SIDE_NAMES)
+    risk: Risk = Risk()  # failed seed runs of both configs and the study, final seeds included
 
     def __post_init__(self) -> None:
         if not self.other_name:
@@ -319,4 +320,4 @@ def compare(
         om, os_, _ = stats.mean_std([other.test.get(m, {}).get(s, math.nan) for s in seeds])
         rows.append(Row(m, wm, ws, om, os_, diff, said, detectable, gone, looks))
     headline = next(r for r in rows if r.metric == top)
-    return Claim(key, other, tuple(rows), headline, differences(winner.config, other.config), other_name)
+    return Claim(key, other, tuple(rows), headline, differences(winner.config, other.config), other_name, risk)

@@ -12,7 +12,17 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from search.answer import stats
-from search.answer.claims import ABLATION, EXPLORATORY, EXPLORATORY_LEVEL, QUESTIONS, TUNED, Claim, Contender, Row
+from search.answer.claims import (
+    ABLATION,
+    EXPLORATORY,
+    EXPLORATORY_LEVEL,
+    QUESTIONS,
+    TUNED,
+    Claim,
+    Contender,
+    Row,
+    rate_bound,
+)
 from search.answer.power import spread_bound
 from search.answer.sequential import ALPHA
 from search.answer.text import fmt, list_text, signed
@@ -221,7 +231,29 @@ def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
         if explored
         else []
     )
-    return lines + ["", *note, verdict_sentence(claim, len(result.seeds)), collapse_sentence(h, len(result.seeds))]
+    return lines + [
+        "",
+        *note,
+        verdict_sentence(claim, len(result.seeds)),
+        collapse_sentence(h, len(result.seeds)) + risk_sentence(claim),
+    ]
+
+
+def risk_sentence(claim: Claim) -> str:
+    """What the study's failed runs let the verdict say about the winner's own failure rate."""
+    (w_failed, w_runs), (failed, runs) = claim.risk.winner, claim.risk.study
+    if not w_runs:
+        return ""
+    bound = rate_bound(w_failed, w_runs)
+    if failed:
+        return (
+            f" {failed} of the study's {runs} seed runs failed; the winner config failed on {w_failed} of its own "
+            f"{w_runs}, a failure rate of up to {bound:.0%} (97.5% bound), which a 'better' must outweigh."
+        )
+    return (
+        f" No seed run of the study failed ({runs}, search and final): the verdict assumes a config prone to fail "
+        f"would show it among them; the winner's own {w_runs} runs alone rule out only a failure rate above {bound:.0%}."
+    )
 
 
 def level(confidence: float) -> str:

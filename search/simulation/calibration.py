@@ -139,6 +139,7 @@ def rates(outcomes: Iterable[list[Outcome]], label: str) -> list[dict]:
 
 
 def line(label: str, claim: str, n: int, said: int, false: int) -> dict:
+    said, false = int(said), int(false)  # counts of numpy booleans are numpy integers: JSON needs Python's
     rate = false / n
     se = math.sqrt(max(rate * (1 - rate), ALPHA * (1 - ALPHA) / n if not false else 0.0) / n)
     return {

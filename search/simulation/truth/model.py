@@ -152,8 +152,11 @@ class Truth:
         trained = self.tasks[self.primary][metric] + self.effect(config) + offset
         if self.curve_of(config).in_passes:  # a config that ends short of the curve's end ends below its best
             trained -= self.deficit(config, config.epochs, metric)
-        p = self.collapse_chance(config)
-        return trained if not p else (1 - p) * trained + p * self.majority[metric]
+        fails = self.collapse_of(config)
+        if fails is None:
+            return trained
+        p = fails.chance(config)
+        return (1 - p) * trained + p * fails.failed(trained, self.majority[metric])
 
     def deficit(self, config: TrainConfig, epoch: float, metric: str = "") -> float:
         """The learning curve: how far below its converged score a config is after ``epoch`` (1-based):
@@ -218,12 +221,18 @@ class Truth:
                 raise
             return {}
 
+    def collapse_of(self, config: TrainConfig) -> Collapse | None:
+        """The ``[[collapse]]`` table about ``config`` with the largest chance (None: none, or all at 0)."""
+        about = [c for c in self.collapse if c.chance(config) > 0]
+        return max(about, key=lambda c: c.chance(config)) if about else None
+
     def collapse_chance(self, config: TrainConfig) -> float:
-        """The chance that one seed of ``config`` collapses: the largest of the ``[[collapse]]`` tables'."""
-        return max((c.chance(config) for c in self.collapse), default=0.0)
+        """The chance that one seed of ``config`` fails: the largest of the ``[[collapse]]`` tables'."""
+        fails = self.collapse_of(config)
+        return fails.chance(config) if fails else 0.0
 
     def collapsed(self, config: TrainConfig, key: str, seed: int) -> bool:
-        """Whether seed ``seed`` of config ``key`` collapsed (the same draw at every epoch and split)."""
+        """Whether seed ``seed`` of config ``key`` failed (the same draw at every epoch and split)."""
         p = self.collapse_chance(config)
         return bool(p) and uniform(self.seed, "collapse", key, seed) < p
 
@@ -282,14 +291,14 @@ class Truth:
             - self.deficit(config, epoch, metric if task == self.primary else "")
             + draw(self.noise.eval_sd, self.seed, key, seed, epoch, split, task, metric)
         )
-        if task == self.primary and metric in self.majority and self.collapsed(config, key, seed):
-            return self.majority[metric]
+        if task == self.primary:
+            value += self.effect(config) + self.luck(key, seed) + (self.noise.test_offset if split == "test" else 0.0)
         if task == self.primary and metric in self.majority:
+            if self.collapsed(config, key, seed):  # a failed seed keeps its table's share of the gain
+                return self.collapse_of(config).failed(min(1.0, max(0.0, value)), self.majority[metric])  # type: ignore[union-attr]
             down = self.transient_of(config, key, seed, epoch)
             if down is not None:
                 return max(0.0, self.majority[metric] - down)
-        if task == self.primary:
-            value += self.effect(config) + self.luck(key, seed) + (self.noise.test_offset if split == "test" else 0.0)
         return min(1.0, max(0.0, value))
 
     def training(self, config: TrainConfig, key: str, seed: int, epoch: float) -> dict[str, float]:

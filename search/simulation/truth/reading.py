@@ -12,7 +12,7 @@ Layout (every table optional except ``[tasks.<primary>]``; docs/truth-files.md, 
                  exponent = [low, high], anneal_c = [low, high]
     [[curve]]    deficit = [d1, ..., d(E-1)], and any of bonus's matching keys, or single_task = true;
                  over passes (unit = "passes", or [learning]'s unit): passes = [p1, ...], deficit = [d1, ...]
-    [[collapse]] lr_above, probability
+    [[collapse]] probability, and lr_above, keeps, the matching keys of [[bonus]] or single_task
     [[transient]] probability, until, below_majority, and any of bonus's matching keys, or single_task = true
     [strategy]   bandit, all_tasks, uncertainty, pcgrad, unfreeze = gain where it acts
     [layer_decay] peak, depth
@@ -241,20 +241,29 @@ def sizes_of(raw: dict[str, Any], path: str) -> dict[str, int]:
 
 
 def collapses(raw: dict[str, Any], path: str) -> tuple[Collapse, ...]:
+    usage = (
+        "probability = p, and any of lr_above = learning rate, keeps = share of the gain over the majority, "
+        + ", ".join(MATCH)
+        + ", single_task = true"
+    )
     out = []
     for i, entry in enumerate(listed(raw, "collapse", path)):
         where = f"collapse[{i}]"
-        if not isinstance(entry, dict) or set(entry) != {"lr_above", "probability"}:
-            raise TruthError(f"{path}: {where}: expected exactly lr_above = learning rate, probability = p")
-        lr, p = (
-            number(entry["lr_above"], f"{where}.lr_above", path),
-            number(entry["probability"], f"{where}.probability", path),
-        )
-        if lr <= 0:
+        own = ("lr_above", "probability", "keeps", "single_task")
+        matched = isinstance(entry, dict) and bool(set(entry) & {*MATCH, "single_task"})
+        match = match_of(entry, where, path, own, usage)
+        if "probability" not in entry:
+            raise TruthError(f"{path}: {where}.probability: missing; expected {usage}")
+        lr = number(entry.get("lr_above", 0.0), f"{where}.lr_above", path)
+        p = number(entry["probability"], f"{where}.probability", path)
+        keeps = number(entry.get("keeps", 0.0), f"{where}.keeps", path)
+        if lr < 0 or ("lr_above" in entry and lr == 0):
             raise TruthError(f"{path}: {where}.lr_above = {lr}: expected a positive learning rate")
         if not 0 <= p <= 1:
             raise TruthError(f"{path}: {where}.probability = {p}: expected in [0, 1]")
-        out.append(Collapse(lr, p))
+        if not 0 <= keeps < 1:
+            raise TruthError(f"{path}: {where}.keeps = {keeps}: expected in [0, 1) (0: a collapse to the majority)")
+        out.append(Collapse(lr, p, match if matched else None, keeps))
     return tuple(out)
 
 

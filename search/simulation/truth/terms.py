@@ -140,11 +140,20 @@ class Transient:
 
 @dataclass(frozen=True)
 class Collapse:
-    """Each (config, seed) trained at an lr above ``lr_above`` collapses with ``probability``: its
-    primary scores are the majority's at every epoch (a seed that diverged to the constant answer)."""
+    """Each (config, seed) of the configs it is about fails with ``probability``: its primary scores keep
+    ``keeps`` of their gain over the majority's at every epoch (0: the constant answer, a seed that
+    diverged). About: configs trained at an lr above ``lr_above`` (0: any lr) that ``match`` accepts
+    (None: every config, single-task ones too), so failure can be a property of some configs only."""
 
     lr_above: float
     probability: float
+    match: Match | None = None
+    keeps: float = 0.0
 
     def chance(self, config: TrainConfig) -> float:
-        return self.probability if config.lr > self.lr_above else 0.0
+        about = config.lr > self.lr_above and (self.match is None or self.match.applies(config))
+        return self.probability if about else 0.0
+
+    def failed(self, score: float, majority: float) -> float:
+        """What a failed seed scores where it would have scored ``score``."""
+        return majority + self.keeps * (score - majority)

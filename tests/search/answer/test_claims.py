@@ -152,3 +152,16 @@ def test_exploratory_intervals_are_adjusted_over_the_exploratory_metrics():
     assert [r.verdict for r in rows[1:]] == [EXPLORATORY, EXPLORATORY]
     assert rows[1].diff.confidence == pytest.approx(0.975)  # 95% together over two metrics
     assert rows[1].diff.high - rows[1].diff.low > rows[0].diff.high - rows[0].diff.low  # wider than the look's
+
+
+def test_the_answer_says_what_the_studys_failed_runs_let_it_rule_out():
+    seeds = [4, 5, 6, 7, 8]
+    w = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735], "t03 sst2 sqrt")
+    o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70], "t00 baseline")
+    floor = {"acc_4way": 0.58}
+    clean = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (0, 90)))
+    text = FinalResult("absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (clean,), search_seeds=[1, 2, 3]).markdown()
+    assert "No seed run of the study failed (100, search and final)" in text and "above 37%" in text  # 8 runs
+    failed = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (4, 90)))
+    text = FinalResult("absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (failed,), search_seeds=[1, 2, 3]).markdown()
+    assert "4 of the study's 100 seed runs failed; the winner config failed on 0 of its own 8" in text

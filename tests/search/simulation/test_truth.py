@@ -219,6 +219,19 @@ def test_collapse_sends_some_seeds_to_the_majority_and_the_true_score_counts_the
     assert {truth.epoch_metrics(low, f"k{i}", 1, 4)["semeval/dev/acc_4way"] for i in range(50)} == {0.8}
 
 
+def test_collapse_can_be_a_property_of_some_configs_and_fail_above_the_majority(tmp_path):
+    text = '[[collapse]]\ncontains = ["pos"]\nprobability = 0.5\nkeeps = 0.25\n'
+    text += "[noise]\nseed_sd = 0.0\neval_sd = 0.0\n[majority]\nacc_4way = 0.5\n"
+    truth = load_truth(truth_file(tmp_path, text))
+    prone, safe, alone = config("pos", "sst2"), config("sst2"), config()
+    assert truth.collapse_chance(prone) == 0.5 and truth.collapse_chance(safe) == truth.collapse_chance(alone) == 0
+    clean = truth.true_score(safe, "acc_4way")
+    failed = 0.5 + 0.25 * (clean - 0.5)  # keeps a quarter of its gain over the majority
+    assert truth.true_score(prone, "acc_4way") == pytest.approx(0.5 * clean + 0.5 * failed)
+    finals = {round(truth.epoch_metrics(prone, f"k{i}", 1, 4)["semeval/dev/acc_4way"], 6) for i in range(40)}
+    assert finals == {round(clean, 6), round(failed, 6)}
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [
@@ -231,7 +244,9 @@ def test_collapse_sends_some_seeds_to_the_majority_and_the_true_score_counts_the
         ('[[curve]]\ndeficit = ["a"]\n', "curve[0].deficit = 'a': expected a finite number"),
         ('[[curve]]\nsingle_task = true\nschemas = ["prop"]\ndeficit = [0.1]\n', "curve[0].single_task: expected no"),
         ("[[curve]]\nsingle_task = 1\ndeficit = [0.1]\n", "curve[0].single_task = 1: expected true or false"),
-        ("[[collapse]]\nlr_above = 1e-4\n", "collapse[0]: expected exactly lr_above"),
+        ("[[collapse]]\nlr_above = 1e-4\n", "collapse[0].probability: missing; expected probability = p"),
+        ("[[collapse]]\nprobability = 0.1\nkeeps = 1\n", "collapse[0].keeps = 1.0: expected in [0, 1)"),
+        ("[[collapse]]\nprobability = 0.1\nlr = 1\n", "collapse[0].lr: unknown key"),
         ("[[collapse]]\nlr_above = 1e-4\nprobability = 2\n[majority]\nacc_4way = 0.5\n", "probability = 2.0"),
         ("[[collapse]]\nlr_above = 0\nprobability = 0.1\n", "collapse[0].lr_above = 0.0: expected a positive"),
         ("[[collapse]]\nlr_above = 1e-4\nprobability = 0.1\n", "majority.acc_4way: expected with [[collapse]]"),
