@@ -16,7 +16,6 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from trainables.rows import limit_rows  # noqa: F401 (re-exported: where rows are limited is rows.py)
 from trainables.tasks.base import Example
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from trainables.batching import Encoded, default_cache_dir, encode
 from trainables.config import ConfigError, TrainConfig
-from trainables.rows import limit_rows, training_sizes  # noqa: F401 (training_sizes: read beside prepare_data)
+from trainables.rows import limit_rows
 from trainables.tasks import Example, Task, get_task
 
 logger = logging.getLogger(__name__)

@@ -42,8 +42,9 @@ QUESTIONS = {
     ABLATION: "Do the auxiliary tasks help this config? (the winner against itself without them, all else kept)",
 }
 SIDE_NAMES = {TUNED: "best single-task trial of equal tuning", ABLATION: "winner without its auxiliary tasks"}
-UNTUNED = "untuned baseline at the study's fixed settings"  # claim (a)'s other side where the search tuned no single-task config
-EXPLORATORY_LEVEL = 0.95  # the exploratory metrics' intervals: family-wise over a claim's exploratory metrics (Bonferroni)
+# claim (a)'s other side where the search tuned no single-task config
+UNTUNED = "untuned baseline at the study's fixed settings"
+EXPLORATORY_LEVEL = 0.95  # the exploratory metrics' intervals, together over a claim's (Bonferroni)
 EXPLORATORY = "exploratory: no verdict"
 NO_ERROR_LEFT = "no verdict: this look is beyond the planned most seeds, no error is left to spend"
 COLLAPSED_MORE = (
@@ -294,7 +295,9 @@ def compare(
     limit = (floor or {}).get(top, math.nan)
     if mode == "min":
         limit = math.nan  # a floor is a score to stay above: it means nothing for a minimised metric
-    finals = [v for side in (winner, other) for s in seeds if math.isfinite(v := side.test.get(top, {}).get(s, math.nan))]
+    finals = [
+        v for side in (winner, other) for s in seeds if math.isfinite(v := side.test.get(top, {}).get(s, math.nan))
+    ]
     line = failure_line(limit, float(np.median(finals)) if finals else math.nan)
     gone = tuple(collapsed_seeds(side.test.get(top, {}), seeds, line) for side in (winner, other))
     clean = [s for s in seeds if s not in gone[0] and s not in gone[1]]

@@ -148,11 +148,11 @@ class FinalResult:
         return [
             "",
             "Majority (a constant predictor, the floor any model must beat; each aspect's most frequent polarity, "
-            f"counted on the test rows it scores): {scores}. A final seed at or below the failure line on the verdict's "
-            "metric (the majority rate plus half of what the typical seed gains over it), or one that diverged, "
-            "failed: it is named, counted per side and left out of the paired test. Where any seed run of the "
-            "study failed (search or final), 'better' also needs the clean gain to outweigh the winner config's "
-            "own failure rate, over its own seed runs, at its upper 97.5% bound.",
+            f"counted on the test rows it scores): {scores}. A final seed at or below the failure line on the "
+            "verdict's metric (the majority rate plus half of what the typical seed gains over it), or one "
+            "that diverged, failed: it is named, counted per side and left out of the paired test. Where any "
+            "seed run of the study failed (search or final), 'better' also needs the clean gain to outweigh "
+            "the winner config's own failure rate, over its own seed runs, at its upper 97.5% bound.",
         ]
 
     def looks(self) -> list[str]:
@@ -251,8 +251,9 @@ def risk_sentence(claim: Claim) -> str:
             f"{w_runs}, a failure rate of up to {bound:.0%} (97.5% bound), which a 'better' must outweigh."
         )
     return (
-        f" No seed run of the study failed ({runs}, search and final): the verdict assumes a config prone to fail "
-        f"would show it among them; the winner's own {w_runs} runs alone rule out only a failure rate above {bound:.0%}."
+        f" No seed run of the study failed ({runs}, search and final): the verdict assumes a config prone to "
+        f"fail would show it among them; the winner's own {w_runs} runs alone rule out only a failure rate above "
+        f"{bound:.0%}."
     )
 
 
@@ -265,13 +266,14 @@ def verdict_sentence(claim: Claim, k: int) -> str:
     """The verdict in words, with what this look could detect."""
     h = claim.headline
     where = f"**Verdict ({letter(claim)}) on test {h.metric}, over {h.diff.n} paired seeds: {h.verdict}**"
-    numbers = f"(Δ {signed(h.diff.mean)}, {level(h.diff.confidence)} repeated interval [{signed(h.diff.low)}, {signed(h.diff.high)}]"
+    interval = f"[{signed(h.diff.low)}, {signed(h.diff.high)}]"
+    numbers = f"(Δ {signed(h.diff.mean)}, {level(h.diff.confidence)} repeated interval {interval}"
     numbers += f", {h.look.total:.4f} of the {ALPHA:g} error spent)" if h.look else ")"
     if not math.isfinite(h.detectable):
         return f"{where} {numbers}."
     spread = (
-        f"from {h.diff.n} seeds and the spread's 70% upper bound {pp(spread_bound(h.diff.n, h.diff.std), signed_=False)}"
-        f" (observed {pp(h.diff.std, signed_=False)})"
+        f"from {h.diff.n} seeds and the spread's 70% upper bound "
+        f"{pp(spread_bound(h.diff.n, h.diff.std), signed_=False)} (observed {pp(h.diff.std, signed_=False)})"
     )
     if h.verdict == stats.SAME:
         return (

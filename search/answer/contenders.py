@@ -60,7 +60,9 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     line = failure_line(floor, float(np.median(finite)) if finite else math.nan)
     counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0]}
     for r in table:
-        owners = ["study"] + [side for side, key in (("winner", winner_key), ("other", other_key)) if key and r.key == key]
+        owners = ["study"] + [
+            side for side, key in (("winner", winner_key), ("other", other_key)) if key and r.key == key
+        ]
         for value in r.objective_seeds.values():
             failed = math.isinf(value) or (math.isfinite(line) and value <= line)
             for owner in owners:

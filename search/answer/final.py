@@ -109,8 +109,7 @@ def conclude(
     single_tuned: bool = True,
 ):
     """Both claims on test at this look, the model registered, the numbers recorded on the parent run.
-    ``single_tuned``: whether the search tried more than one single-task config (else claim (a)'s other
-    side is the untuned baseline, and is called so)."""
+    ``single_tuned``: whether the search tried a second single-task config (else: the untuned baseline)."""
     winner, opponent = contenders[:2]
     ablation = contenders[2] if len(contenders) > 2 else opponent
     study = get_study(cfg.study)
@@ -123,24 +122,13 @@ def conclude(
     looks = earlier_looks(tags)
     check_seeds(looks, len(seeds))
     design = design_of(tags, cfg.max_seeds, len(seeds))
+    named = {TUNED: "" if single_tuned else UNTUNED}  # claim (a)'s other side where the search tuned none
+    common = dict(objective_metric=objective_metric, fallback=study.metric, floor=majority, design=design)
     claims = tuple(
-        compare(
-            key,
-            winner,
-            other,
-            metrics,
-            seeds,
-            invocation.mode,
-            objective_metric,
-            study.metric,
-            majority,
-            pairs_before(looks, key, len(seeds)),
-            design,
-            risks.get(key, Risk()),
-            "" if single_tuned or key != TUNED else UNTUNED,
-        )
-        for key, other in ((TUNED, opponent), (ABLATION, ablation))
-    )
+        compare(*side, metrics, seeds, invocation.mode, **common, earlier=pairs_before(looks, side[0], len(seeds)),
+                risk=risks.get(side[0], Risk()), other_name=named.get(side[0], ""))
+        for side in ((TUNED, winner, opponent), (ABLATION, winner, ablation))
+    )  # fmt: skip
     result = FinalResult(
         cfg.study,
         name,

@@ -70,7 +70,8 @@ def summary(study: str, verdicts: list[Verdict], sides: list[Side], places: Plac
     """The closing block, e.g.::
 
     == absa: the answer ==
-    multitask vs single-task on test acc_4way, 5 fresh seeds: no significant difference (Δ +0.0086, 95.8% interval of this look ...)
+    multitask vs single-task on test acc_4way, 5 fresh seeds: no significant difference (Δ +0.0086,
+    95.8% interval of this look ...)
     multitask:   t01 pos+sentihood sequential (dev 0.8648 ± 0.0101)
     ...
     """
@@ -124,7 +125,15 @@ def verdicts_of(final: Any) -> tuple[list[Verdict], list[Side]]:
             second = "single-task (its own ablation: claims a and b are one comparison)"
         verdicts.append(
             Verdict(
-                h.metric, h.verdict, h.diff.mean, h.diff.low, h.diff.high, h.diff.n, "multitask", second, h.diff.confidence
+                h.metric,
+                h.verdict,
+                h.diff.mean,
+                h.diff.low,
+                h.diff.high,
+                h.diff.n,
+                "multitask",
+                second,
+                h.diff.confidence,
             )
         )
         if claim.key == TUNED or claim.other is not final.opponent:

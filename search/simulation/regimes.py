@@ -75,7 +75,8 @@ class Simulation:
         if self.prone not in PRONE:
             raise ValueError(f"Simulation.prone = {self.prone!r}: expected one of {', '.join(PRONE)}")
         if not 0 <= self.prone_share <= 1 or not 0 <= self.single_share < 1:
-            raise ValueError(f"Simulation.prone_share {self.prone_share} in [0, 1], single_share {self.single_share} in [0, 1) expected")
+            shares = f"prone_share {self.prone_share} in [0, 1], single_share {self.single_share} in [0, 1)"
+            raise ValueError(f"Simulation.{shares} expected")
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ import torch
 from conftest import strip_timing, tiny_config
 
 from spaces.studies import Preset
-from trainables.batching import IGNORE, Padding, collate, encode, limit_rows
+from trainables.batching import IGNORE, Padding, collate, encode
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.exposure import PRIMARY_PASSES, primary_passes
 from trainables.loop import DivergedError, Trainer, prepare_data, train
 from trainables.model import DEFAULT_MODEL, build_model, default_summary, load_tokenizer, resolve_model_path, summarize
-from trainables.rows import training_sizes
+from trainables.rows import limit_rows, training_sizes
 from trainables.tasks import get_task
 
 

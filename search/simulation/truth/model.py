@@ -102,7 +102,7 @@ class Truth:
     collapse: tuple[Collapse, ...] = ()
     transient: tuple[Transient, ...] = ()
     # training rows per task spec at the simulated preset (``[sizes]``); tasks not listed are read from the
-    # study's data (trainables.prepare.training_sizes): what each config's passes over the primary are computed from
+    # study's data (trainables.rows.training_sizes): what each config's passes over the primary are computed from
     sizes: Mapping[str, int] = field(default_factory=dict)
     strategy: Mapping[str, float] = field(default_factory=dict)  # STRATEGIES -> gain where it acts
     layer_decay: Curve = Curve(1.0, 0.0)  # over the layer-wise lr decay factor (1: off)

@@ -91,9 +91,20 @@ def test_a_failure_above_the_majority_rate_counts_and_risk_is_the_winners_own():
     said = compare(TUNED, clean, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}, risk=risk)
     assert said.headline.verdict == COLLAPSED_MORE
     # the same study with no failed run anywhere: better
-    assert compare(
-        TUNED, clean, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}, risk=Risk((0, 2), (0, 2), (0, 90))
-    ).headline.verdict == BETTER
+    assert (
+        compare(
+            TUNED,
+            clean,
+            o,
+            ["acc_4way"],
+            seeds,
+            "max",
+            "acc_4way",
+            floor={"acc_4way": 0.58},
+            risk=Risk((0, 2), (0, 2), (0, 90)),
+        ).headline.verdict
+        == BETTER
+    )
 
 
 def test_a_look_beyond_the_planned_seeds_spends_nothing():
@@ -159,9 +170,17 @@ def test_the_answer_says_what_the_studys_failed_runs_let_it_rule_out():
     w = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735], "t03 sst2 sqrt")
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70], "t00 baseline")
     floor = {"acc_4way": 0.58}
-    clean = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (0, 90)))
-    text = FinalResult("absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (clean,), search_seeds=[1, 2, 3]).markdown()
+    clean = compare(
+        TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (0, 90))
+    )
+    text = FinalResult(
+        "absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (clean,), search_seeds=[1, 2, 3]
+    ).markdown()
     assert "No seed run of the study failed (100, search and final)" in text and "above 37%" in text  # 8 runs
-    failed = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (4, 90)))
-    text = FinalResult("absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (failed,), search_seeds=[1, 2, 3]).markdown()
+    failed = compare(
+        TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (4, 90))
+    )
+    text = FinalResult(
+        "absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (failed,), search_seeds=[1, 2, 3]
+    ).markdown()
     assert "4 of the study's 100 seed runs failed; the winner config failed on 0 of its own 8" in text

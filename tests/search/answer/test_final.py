@@ -147,5 +147,3 @@ def test_search_risk_counts_failed_runs_per_config_and_study():
     assert search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline") == Risk((2, 2), (1, 2), (4, 7))
     assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((1, 2), (0, 0), (4, 7))  # "": no trial of it
     assert search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 7))
-
-
