@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trainables.config import (
     BANDIT_REWARDS,
@@ -117,27 +117,32 @@ class Preset:
                 raise ConfigError(f"first_rung_seeds {self.first_rung_seeds}: expected {bound}")
 
 
+def smoke_note(preset: Preset) -> str:
+    """The smoke preset's note, from its own values (a study file's smoke preset may change them)."""
+    model = "MiniLM" if preset.model == DEFAULT_MODEL else preset.model
+    rows = f"at most {preset.max_train_examples} training rows per task" if preset.max_train_examples else "all rows"
+    seeds = f"{len(preset.seeds)} seeds" if preset.seeds else "the search strategy's seeds"
+    return (
+        f"smoke preset: {model}, {rows}, {preset.epochs} epochs, {seeds}: it proves the machinery, "
+        "nothing more; differences between configs at this scale are seed noise"
+    )
+
+
+# 2 CPU cores, minutes: every piece of the machinery, nothing more
+SMOKE = Preset(
+    epochs=3,
+    max_train_examples=500,
+    max_eval_examples=250,
+    max_seq_length=64,
+    trials=6,
+    seeds=(1, 2),
+    batch_size=16,
+    reduction_factor=3,
+    lr=1e-4,
+    final_seeds=3,
+)
 # Where a study file says nothing about a preset of these names (it may name others too).
-DEFAULT_PRESETS: Mapping[str, Preset] = {
-    # 2 CPU cores, minutes: every piece of the machinery, nothing more
-    "smoke": Preset(
-        epochs=3,
-        max_train_examples=500,
-        max_eval_examples=250,
-        max_seq_length=64,
-        trials=6,
-        seeds=(1, 2),
-        batch_size=16,
-        reduction_factor=3,
-        lr=1e-4,
-        final_seeds=3,
-        note=(
-            "smoke preset: MiniLM, at most 500 training rows per task, 3 epochs, 2 seeds: it proves the machinery, "
-            "nothing more; differences between configs at this scale are seed noise"
-        ),
-    ),
-    "full": Preset(),
-}
+DEFAULT_PRESETS: Mapping[str, Preset] = {"smoke": replace(SMOKE, note=smoke_note(SMOKE)), "full": Preset()}
 
 
 @dataclass(frozen=True)

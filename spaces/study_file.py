@@ -35,7 +35,7 @@ from spaces.file_values import (
     read_strings,
 )
 from spaces.strategy_keys import STRATEGY_KEYS, read_strategies
-from spaces.studies import DEFAULT_PRESETS, Preset, Range, Study
+from spaces.studies import DEFAULT_PRESETS, Preset, Range, Study, smoke_note
 from trainables.config import TIERS, ConfigError
 from trainables.tasks import DataError, Example, Task, get_task
 
@@ -166,7 +166,10 @@ def read_preset(path: Path, name: str, value: Any, primary_key: Callable[[str, A
         expect(accepts(v), path, f"{key}.{field}", v, what)
         changes[field] = primary_key(f"{key}.{field}", v) if field == "primary" and v is not False else convert(v)
     try:
-        return dataclasses.replace(DEFAULT_PRESETS.get(name, Preset()), **changes)
+        preset = dataclasses.replace(DEFAULT_PRESETS.get(name, Preset()), **changes)
+        if name == "smoke" and "note" not in changes:  # the default note describes the default values
+            preset = dataclasses.replace(preset, note=smoke_note(preset))
+        return preset
     except ConfigError as exc:
         raise StudyFileError(path, key, str(exc)) from None
 
@@ -287,6 +290,8 @@ def read_dimensions(path: Path, raw: Mapping[str, Any], primary: str, candidates
             values[key] = read_optional_range(path, key, raw[key])
     if "batch_sizes" in raw:
         values["batch_sizes"] = read_batch_sizes(path, "batch_sizes", raw["batch_sizes"])
+    if isinstance(raw.get("weights"), str) and raw["weights"] != SEARCH:  # a misspelt "search" is the error
+        raise StudyFileError(path, "weights", f'{raw["weights"]!r}: expected "{SEARCH}" or a table of task = weight')
     if raw.get("weights") == SEARCH:
         values["weight"] = read_range(path, "weight", raw["weight"]) if "weight" in raw else DEFAULT_WEIGHT
     elif "weight" in raw:

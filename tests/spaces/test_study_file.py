@@ -152,8 +152,10 @@ def test_readme_example_loads(tmp_path):
     assert study.exponent == Range(0.0, 2.0) and study.anneal_c == Range(0.5, 0.5)  # searched; fixed
     assert study.lr == Range(2e-5, 2e-4, log=True) and study.warmup == Range(0.1, 0.1)
     assert study.batch_sizes == (8, 16) and study.weight == Range(0.25, 4.0, log=True) and not study.weights
-    # a preset table changes only what it names
-    assert study.presets["smoke"] == dataclasses.replace(DEFAULT_PRESETS["smoke"], max_train_examples=200, trials=4)
+    # a preset table changes only what it names, and the smoke note says the values it has
+    smoke = dataclasses.replace(DEFAULT_PRESETS["smoke"], max_train_examples=200, trials=4)
+    assert study.presets["smoke"] == dataclasses.replace(smoke, note=study.presets["smoke"].note)
+    assert "at most 200 training rows per task" in study.presets["smoke"].note
     assert study.presets["full"] == DEFAULT_PRESETS["full"]
     assert study.published == {"my last model (one seed)": {"acc": 0.81}}
 
@@ -177,6 +179,7 @@ BAD_FILES = {
         edit("trials = 4", "trails = 4"),
         "presets.smoke.trails: unknown key; expected one of epochs",
     ),
+    "misspelt search": (edit(WEIGHTS, 'weights = "serch"'), "weights: 'serch': expected \"search\" or a table"),
     "wrong type": (edit('metric = "acc"', "metric = 3"), "metric: expected a non-empty string, got 3"),
     "wrong preset type": (edit("trials = 4", 'trials = "4"'), "presets.smoke.trials: expected an integer, got '4'"),
     "wrong range type": (edit("lr = [2e-5, 2e-4]", "lr = [2e-5]"), "lr: expected [LOW, HIGH] (searched) or a number"),
