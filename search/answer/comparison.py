@@ -122,15 +122,27 @@ class FinalResult:
             "group-sequential paired t",
             "",
             f"The winner is the best completed multitask trial on dev, **{w.row.label}** "
-            f"(dev {fmt(w.row.objective, w.row.objective_std)}). Two claims are tested on test, each with "
-            "its own verdict: (a) the winner against the best single-task trial of the same search, a "
-            "comparison of two configs that may differ in much more than the auxiliary tasks; (b) the "
-            "winner against itself with its auxiliary tasks removed and every other setting kept, the test "
-            "of whether the auxiliary tasks help. No test score chose anything.",
+            f"(dev {fmt(w.row.objective, w.row.objective_std)}). " + self.claims_text(),
             f"Every side was trained to full epochs by finalize on seeds {list_text(self.seeds)}, none of which "
             f"the search used (search seeds {list_text(self.search_seeds)})"
             + (f"; seeds {list_text(earlier)} come from an earlier finalize's completed runs." if earlier else "."),
         ]
+
+    def claims_text(self) -> str:
+        """What is tested, in words: two claims, or one comparison where they coincide."""
+        if self.coincide:
+            return (
+                f"It is tested on test against the {self.tuned.other_name}, which is also the winner without its "
+                "auxiliary tasks (every other setting the same): claim (a), against the best single-task config "
+                "of the search, and claim (b), whether the auxiliary tasks help, are one comparison here, trained "
+                "once. No test score chose anything."
+            )
+        return (
+            "Two claims are tested on test, each with its own verdict: (a) the winner against the best single-task "
+            "trial of the same search, a comparison of two configs that may differ in much more than the auxiliary "
+            "tasks; (b) the winner against itself with its auxiliary tasks removed and every other setting kept, "
+            "the test of whether the auxiliary tasks help. No test score chose anything."
+        )
 
     def published(self) -> list[str]:
         rows = self.tuned.rows
@@ -273,7 +285,7 @@ def verdict_sentence(claim: Claim, k: int) -> str:
         return f"{where} {numbers}."
     spread = (
         f"from {h.diff.n} seeds and the spread's 70% upper bound "
-        f"{pp(spread_bound(h.diff.n, h.diff.std), signed_=False)} (observed {pp(h.diff.std, signed_=False)})"
+        f"{pp(spread_bound(h.diff.n, h.diff.std), signed_=False)}; observed {pp(h.diff.std, signed_=False)}"
     )
     if h.verdict == stats.SAME:
         return (
