@@ -14,7 +14,8 @@ by default the CPU run recorded in ``benchmarks/README.md``).
 ``--plan GAIN`` answers another question: how many final seeds (``search.finalize --seeds``) a true
 gain of GAIN (accuracy units: 0.02 = 2 pp) needs to be found 80% of the time, from the spread of the
 paired differences given with ``--spread SD`` or recorded by a finished study's finalize
-(``--from-study``, with ``--name`` and ``--tracking-uri``; the ablation claim's spread where present).
+(``--from-study``, with ``--name`` and ``--tracking-uri``; the ablation claim's spread where present,
+planned at its 70% upper bound over the pairs it was observed on: an observed spread is optimistic).
 """
 
 from __future__ import annotations
@@ -301,8 +302,8 @@ def estimate(
 
 def planned(args: argparse.Namespace) -> dict:
     """``--plan``: the seeds a gain needs, from ``--spread`` or the study's recorded spread."""
-    from search.answer.looks import recorded_spread
-    from search.answer.power import plan
+    from search.answer.looks import earlier_looks, recorded_spread
+    from search.answer.power import plan, spread_bound
 
     study = get_study(args.study)
     if not args.plan > 0:
@@ -317,7 +318,14 @@ def planned(args: argparse.Namespace) -> dict:
         if not spreads:
             raise ConfigError(f"study run {parent.info.run_name}: no finalize recorded a spread of {study.metric}")
         claim = "ablation" if "ablation" in spreads else "tuned"
-        sd, source = spreads[claim], f"study {parent.info.run_name}, claim {claim}"
+        looks = earlier_looks(parent.data.tags)
+        pairs = looks[-1]["claims"].get(claim, {}).get("pairs", 0) if looks else 0
+        observed = spreads[claim]
+        # an observed spread is below the true one more often than not: plan at its 70% upper bound
+        sd = spread_bound(pairs, observed) if pairs >= 2 else observed
+        source = f"study {parent.info.run_name}, claim {claim}: observed {observed:.4f} over {pairs} pairs" + (
+            f", planned at its 70% upper bound {sd:.4f}" if pairs >= 2 else ""
+        )
     else:
         raise ConfigError("--plan needs the spread: --spread SD, or --from-study for a finished study's")
     if not sd > 0:

@@ -142,3 +142,24 @@ def test_the_estimate_prints_the_exposure_in_one_line(data_dir):
     line = estimate(SearchConfig("absa", preset="smoke"), None, None)["primary_passes_per_epoch"]
     # at most 500 rows of every task: round robin over all four gives the primary a quarter of an epoch
     assert line.startswith("1.00 single-task, 0.25-") and "(sst2+pos+sentihood sequential .. " in line
+
+
+def test_a_plan_from_a_study_uses_the_recorded_spreads_upper_bound(tmp_path):
+    import json
+
+    from mlflow import MlflowClient
+
+    from search.answer.power import spread_bound
+    from search.estimate import planned
+    from search.tracking import records as rec
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    parent = client.create_run(client.create_experiment("absa"), tags={rec.KIND_TAG: rec.STUDY_KIND}).info.run_id
+    client.log_metric(parent, "final/ablation_diff/acc_4way/std", 0.0158)
+    look = {"seeds": 5, "claims": {"ablation": {"pairs": 5, "boundary": 2.95, "spent": 0.021, "total": 0.021}}}
+    client.set_tag(parent, "final_look_1", json.dumps(look))
+    args = argparse.Namespace(study="absa", plan=0.02, spread=None, from_study=True, name=None, tracking_uri=uri)
+    out = planned(args)
+    assert out["spread"] == pytest.approx(spread_bound(5, 0.0158)) and out["spread"] > 0.0158
+    assert "observed 0.0158 over 5 pairs, planned at its 70% upper bound" in out["spread_from"]
