@@ -338,9 +338,9 @@ def main() -> int:
         prog="python -m search.estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     p.add_argument("study", help="a built-in study or a .toml study file")
-    p.add_argument("--preset", default="full")
-    p.add_argument("--trials", type=int)
-    p.add_argument("--seeds", type=int)
+    p.add_argument("--preset", default="full", help="the study's preset to price (default: %(default)s)")
+    p.add_argument("--trials", type=int, help="trials of the search (default: the preset's, or the grid's cells)")
+    p.add_argument("--seeds", type=int, help="seeds per trial (default: the search strategy's)")
     p.add_argument("--first-rung-seeds", type=int, metavar="N", help="seeds as a fidelity (search.run's flag)")
     measured = p.add_mutually_exclusive_group()
     measured.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")

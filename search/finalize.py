@@ -49,11 +49,20 @@ def main() -> int:
         help="the most seeds this study may ever add (fixed by its first finalize; default 2K, at least 10): "
         "each look spends part of the error of a 'better'",
     )
-    p.add_argument("--tracking-uri", default=FinalizeConfig.tracking_uri)
-    p.add_argument("--out", default=FinalizeConfig.out_dir, help="directory of the report")
-    p.add_argument("--cpus-per-trial", type=float, default=FinalizeConfig.cpus_per_trial)
-    p.add_argument("--gpus-per-trial", type=float, default=FinalizeConfig.gpus_per_trial)
-    p.add_argument("--max-concurrent", type=int, default=FinalizeConfig.max_concurrent)
+    p.add_argument(
+        "--tracking-uri",
+        default=FinalizeConfig.tracking_uri,
+        help="the MLflow store the study logged to (default: %(default)s)",
+    )
+    p.add_argument("--out", default=FinalizeConfig.out_dir, help="directory of the report (default: %(default)s)")
+    p.add_argument("--cpus-per-trial", type=float, default=FinalizeConfig.cpus_per_trial, help="default: %(default)s")
+    p.add_argument("--gpus-per-trial", type=float, default=FinalizeConfig.gpus_per_trial, help="default: %(default)s")
+    p.add_argument(
+        "--max-concurrent",
+        type=int,
+        default=FinalizeConfig.max_concurrent,
+        help="final runs at once (default: %(default)s)",
+    )
     p.add_argument("--address", help="Ray cluster address (default: a private local Ray)")
     p.add_argument("--no-register", action="store_true", help="do not log or register the model")
     p.add_argument("--verbose", action="store_true")

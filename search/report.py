@@ -22,10 +22,16 @@ logger = logging.getLogger("search.report")
 def main() -> int:
     p = ArgumentParser(prog="python -m search.report", description=__doc__)
     p.add_argument("study", help="a built-in study or a .toml study file")
-    p.add_argument("--tracking-uri", default=SearchConfig.tracking_uri)
+    p.add_argument(
+        "--tracking-uri",
+        default=SearchConfig.tracking_uri,
+        help="the MLflow store the study logged to (default: %(default)s)",
+    )
     p.add_argument("--name", help="the study invocation (Tune experiment name); default: the latest")
     p.add_argument("--out", default="results", help="directory for report.csv, report.md and plots")
-    p.add_argument("--top", type=int, default=10)
+    p.add_argument(
+        "--top", type=int, default=10, help="trials shown in the ranking and its plots (default: %(default)s)"
+    )
     args = p.parse_args()
     setup_logging()
     from search.tracking.runs import check_tracking_uri

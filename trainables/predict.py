@@ -324,8 +324,15 @@ def write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
         f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
 
+USAGE = """Predict with a trained multitask model: one JSON object per non-empty line of --input, written to --out
+(the input, the task and its prediction: a label with every label's probability, a tag per word, or a
+polarity per aspect, as the task predicts). --model is a model directory saved
+by a study (or, through python -m search.predict, an MLflow model URI such as models:/absa-best/1). Loading
+needs no model hub: the directory holds the encoder's config, tokenizer and weights."""
+
+
 def parse_args(argv: Sequence[str] | None, prog: str) -> argparse.Namespace:
-    p = ArgumentParser(prog=prog, description=__doc__)
+    p = ArgumentParser(prog=prog, description=USAGE)
     p.add_argument(
         "--model",
         required=True,
