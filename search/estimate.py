@@ -212,6 +212,28 @@ def rows_per_trial(study, base, sizes: dict[str, dict[str, int]], seeds: int, co
     return sum(per_subset) / len(per_subset)
 
 
+def finalize_rows(study, base, sizes: dict[str, dict[str, int]], final_seeds: int, single_arms: int) -> float:
+    """Train-equivalent rows of the final comparison: the winner (a multitask config, averaged over the
+    auxiliary subsets) and ``single_arms`` single-task configs (the opponent, and the ablation where it is
+    another config), each to full epochs on every final seed, scoring dev every epoch and test at the end."""
+
+    def per_seed(tasks: tuple[str, ...]) -> float:
+        steps = steps_per_epoch([math.ceil(sizes[t]["train"] / base.batch_size) for t in tasks])
+        evals = sum(sizes[t]["dev"] for t in tasks) * base.epochs + sizes[study.primary]["test"]
+        return steps * base.batch_size * base.epochs + evals / EVAL_SPEEDUP
+
+    subsets = [s for r in range(1, len(study.candidates) + 1) for s in itertools.combinations(study.candidates, r)]
+    winner = sum(per_seed((study.primary, *s)) for s in subsets) / len(subsets) if subsets else 0.0
+    return (winner + single_arms * per_seed((study.primary,))) * final_seeds
+
+
+def single_arms_of(plan) -> int:
+    """Single-task configs finalize trains: 1 where every trial is a grid cell at the baseline's lr and
+    warm-up (the winner's ablation is the baseline), else 2 (the opponent and the ablation, at most)."""
+    fixed = {(pt.get("lr"), pt.get("warmup")) for pt in plan.points}
+    return 1 if plan.points and plan.trials == len(plan.points) and len(fixed) == 1 else 2
+
+
 @dataclass(frozen=True)
 class Exposure:
     """The primary's passes over its training rows per epoch across a study's grid: the single-task
@@ -286,17 +308,24 @@ def estimate(
         "first_rung_seeds": schedule.first if schedule else seeds,
         "asha_epoch_fraction": round(fraction, 3),  # of epochs x seeds, with --first-rung-seeds
         "total_rows_with_asha": round(per_trial * trials * fraction),
+        "final_seeds": p.final_seeds,
+        "final_single_task_arms": single_arms_of(p),
+        "finalize_rows": round(finalize_rows(study, base, sizes, p.final_seeds, single_arms_of(p))),
         "primary_passes_per_epoch": grid_exposure(study, base, sizes).line(),
     }
+    out["total_rows_with_finalize"] = out["total_rows_with_asha"] + out["finalize_rows"]
     if measured is not None:
         check_measured(measured, base.encoder.model, base.batch_size)
         out["benchmark"] = measured
     if samples_per_second:
         hours = per_trial * trials * fraction / samples_per_second / 3600
+        total = out["total_rows_with_finalize"] / samples_per_second / 3600
         out["samples_per_second"] = samples_per_second
         out["device_hours_with_asha"] = round(hours, 2)
+        out["device_hours_with_finalize"] = round(total, 2)  # what a study costs, its answer included
         if usd_per_hour:
             out["usd_with_asha"] = round(hours * usd_per_hour, 2)
+            out["usd_with_finalize"] = round(total * usd_per_hour, 2)
     return out
 
 

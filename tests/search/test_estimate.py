@@ -163,3 +163,30 @@ def test_a_plan_from_a_study_uses_the_recorded_spreads_upper_bound(tmp_path):
     out = planned(args)
     assert out["spread"] == pytest.approx(spread_bound(5, 0.0158)) and out["spread"] > 0.0158
     assert "observed 0.0158 over 5 pairs, planned at its 70% upper bound" in out["spread_from"]
+
+
+def test_the_estimate_counts_the_final_comparison():
+    """Hand-made sizes, batch 10, 2 epochs, evaluation rows at EVAL_SPEEDUP: the winner averaged over the
+    auxiliary subsets, the single-task arms, each on every final seed."""
+    from search.estimate import EVAL_SPEEDUP, finalize_rows
+    from spaces import get_study
+    from trainables.config import TrainConfig
+
+    study = replace(get_study("absa"), candidates=("sst2",))
+    base = TrainConfig(tasks=(study.primary,), primary=study.primary, batch_size=10, epochs=2)
+    sizes = {"semeval": {"train": 100, "dev": 20, "test": 50}, "sst2": {"train": 300, "dev": 10, "test": 10}}
+    alone = 10 * 10 * 2 + (20 * 2 + 50) / EVAL_SPEEDUP  # 10 batches an epoch; dev each epoch, test once
+    winner = 20 * 10 * 2 + (30 * 2 + 50) / EVAL_SPEEDUP  # an epoch: the mean of 10 and 30 batches
+    assert finalize_rows(study, base, sizes, 5, 1) == pytest.approx(5 * (winner + alone))
+    assert finalize_rows(study, base, sizes, 5, 2) == pytest.approx(5 * (winner + 2 * alone))
+
+
+def test_the_estimate_prices_the_study_with_its_answer(data_dir):
+    from search.estimate import estimate
+    from search.study.config import SearchConfig
+
+    out = estimate(SearchConfig("absa", preset="smoke"), 10.0, 2.0)
+    assert out["final_single_task_arms"] == 2  # the smoke preset's TPE tunes lr: the ablation is another config
+    assert out["total_rows_with_finalize"] == out["total_rows_with_asha"] + out["finalize_rows"] > 0
+    assert out["device_hours_with_finalize"] > out["device_hours_with_asha"]
+    assert out["usd_with_finalize"] == pytest.approx(2 * out["device_hours_with_finalize"], abs=0.02)
