@@ -148,6 +148,23 @@ def conclude(
     return result
 
 
+NOTE_TAG = "mlflow.note.content"  # the run's description in the MLflow UI (Markdown)
+NOTE_LIMIT = 8000  # MLflow's longest tag value
+ANSWER_HEADING = "## Final test evaluation"
+
+
+def describe(client, parent_run_id: str, answer: str) -> None:
+    """The study run's description in the MLflow UI: its trials view link, then the answer (``final.md``),
+    replacing an earlier look's, cut to MLflow's limit with a pointer to the report where it is longer."""
+    note = client.get_run(parent_run_id).data.tags.get(NOTE_TAG, "")
+    head = note.split(ANSWER_HEADING, 1)[0].rstrip()
+    text = f"{head}\n\n{answer}" if head else answer
+    if len(text) > NOTE_LIMIT:
+        cut = "\n\n(cut here: the whole answer is final.md in the report)"
+        text = text[: NOTE_LIMIT - len(cut)] + cut
+    client.set_tag(parent_run_id, NOTE_TAG, text)
+
+
 def record(client, parent_run_id: str, result: FinalResult) -> None:
     """``final/...`` metrics (step: the look, so every look's numbers stay in the history) and the verdicts."""
     from mlflow.entities import Metric
@@ -171,6 +188,7 @@ def record(client, parent_run_id: str, result: FinalResult) -> None:
     client.set_tag(parent_run_id, rec.VERDICT_TAG, f"{tuned.metric}: {tuned.verdict}")
     if ABLATION in claims:
         client.set_tag(parent_run_id, ABLATION_VERDICT_TAG, f"{claims[ABLATION].metric}: {claims[ABLATION].verdict}")
+    describe(client, parent_run_id, result.markdown())
     client.set_tag(parent_run_id, rec.WINNER_TAG, str(result.winner.row.label))
     client.set_tag(parent_run_id, rec.OPPONENT_TAG, str(result.opponent.row.label))
     if result.model_uri:

@@ -89,6 +89,10 @@ def test_a_simulated_study_runs_search_finalize_and_report_without_torch_or_data
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (parent,) = study_runs(tmp_path)[1]["study"]
     assert parent.data.tags["final_look_1"] == first_look and '"seeds": 7' in parent.data.tags["final_look_2"]
+    # the run's description in the MLflow UI: the trials view link, then this look's answer only
+    note = parent.data.tags["mlflow.note.content"]
+    assert note.startswith("Trials side by side") and note.count("## Final test evaluation: 7 fresh seeds") == 1
+    assert "5 fresh seeds" not in note
 
 
 def test_a_bad_truth_stops_before_ray_in_one_line(tmp_path):

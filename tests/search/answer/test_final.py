@@ -147,3 +147,20 @@ def test_search_risk_counts_failed_runs_per_config_and_study():
     assert search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline") == Risk((2, 2), (1, 2), (4, 7))
     assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((1, 2), (0, 0), (4, 7))  # "": no trial of it
     assert search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 7))
+
+
+def test_the_answer_becomes_the_study_runs_description_within_mlflows_limit(tmp_path):
+    from mlflow import MlflowClient
+
+    from search.answer.final import NOTE_LIMIT, NOTE_TAG, describe
+
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    run = client.create_run(client.create_experiment("absa"), tags={NOTE_TAG: "Trials side by side: `link`."})
+    run_id = run.info.run_id
+    describe(client, run_id, "## Final test evaluation: 5 fresh seeds\n\nbetter")
+    describe(client, run_id, "## Final test evaluation: 7 fresh seeds\n\nsame")  # a later look replaces it
+    note = client.get_run(run_id).data.tags[NOTE_TAG]
+    assert note == "Trials side by side: `link`.\n\n## Final test evaluation: 7 fresh seeds\n\nsame"
+    describe(client, run_id, "## Final test evaluation: 9 fresh seeds\n\n" + "x" * 9000)
+    long = client.get_run(run_id).data.tags[NOTE_TAG]
+    assert len(long) <= NOTE_LIMIT and long.endswith("final.md in the report)")
