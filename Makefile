@@ -53,5 +53,6 @@ serve: $(VENV)/.installed  ## MODEL over REST on 127.0.0.1:PORT (POST /invocatio
 $(VENV)/bin/optuna-dashboard: $(VENV)/.installed
 	$(VENV)/bin/pip install -q optuna-dashboard
 
-dashboard: $(VENV)/bin/optuna-dashboard  ## the Optuna dashboard of optuna.db on 127.0.0.1:8080 (installed on first use)
-	$(VENV)/bin/optuna-dashboard sqlite:///optuna.db --host 127.0.0.1 --port 8080
+STORAGE ?= sqlite:///optuna.db
+dashboard: $(VENV)/bin/optuna-dashboard  ## the Optuna dashboard of STORAGE (the "Optuna" line a study prints; default optuna.db) on 127.0.0.1:8080
+	$(VENV)/bin/optuna-dashboard '$(STORAGE)' --host 127.0.0.1 --port 8080
