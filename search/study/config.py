@@ -219,6 +219,7 @@ def continuing(cfg: SearchConfig, started: Invocation) -> SearchConfig:
         first_rung_seeds=started.first_rung_seeds or None,
         screen_fraction=started.screen,  # 0: none, as recorded
         seeds=len(started.seeds),
+        search=started.search or cfg.search,  # the strategy it ran (resolved from "default" when it started)
         # the Optuna study where the invocation recorded it, unless the flag says (or the record masks a password)
         optuna_storage=cfg.optuna_storage or (None if "***" in started.optuna_storage else started.optuna_storage),
     )

@@ -81,6 +81,7 @@ def test_resume_continues_with_the_started_data_whatever_the_flags_say():
     flags = SearchConfig("absa", resume=True, epochs=9, model="other", trials=30, mode="min")
     resumed = continuing(flags, started)
     assert (resumed.preset, resumed.epochs, resumed.model, resumed.auxiliary) == ("smoke", 3, started.model, ("sst2",))
+    assert resumed.search == started.search == first.search != "default"  # the strategy it resolved when it started
     again = plan(resumed, TrainedTrials(), Site("2", 2), stores_of(flags), Started("absa-1", started, "run-id"))
     assert again.base == first.base and again.preset_name == "smoke" and again.name == "absa-1"
     assert (again.trials, again.seeds, again.mode, again.objective) == (
