@@ -1,5 +1,7 @@
 # Two commands on a fresh machine: `make run` (the ABSA study) and `make test`.
-# The first use creates .venv and installs the project (torch first: the CPU wheel of exactly 2.13.0).
+# The first use creates .venv and installs the project, torch first at exactly 2.13.0: pip takes the build its
+# configured sources offer (a local CPU wheel where pip's find-links has one, as on this project's CI; from PyPI
+# the default Linux build, with CUDA; for the CPU build elsewhere: PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu).
 VENV := .venv
 PY := $(VENV)/bin/python
 # the data root: $MTL_DATA_DIR, else ./data, else the shared copy beside this checkout
