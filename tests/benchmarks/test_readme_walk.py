@@ -51,3 +51,10 @@ def test_every_flag_of_search_run_is_in_the_reference():
     reference = (ROOT / "docs" / "reference.md").read_text()
     flags = [s for a in parser()._actions for s in a.option_strings if s.startswith("--")]
     assert [f for f in flags if f not in reference] == []
+
+
+def test_the_guides_name_every_built_in_truth():
+    shipped = sorted(p.stem for p in (ROOT / "search/simulation/truth/builtin").glob("*.toml"))
+    for page in ("docs/simulated-studies.md", "docs/truth-files.md"):
+        text = (ROOT / page).read_text()
+        assert [t for t in shipped if f"`{t}`" not in text] == [], page
