@@ -193,14 +193,16 @@ def check_screen_rungs(cfg: SearchConfig, screen: float | None, search_reason: s
     return screen
 
 
-def rungs_of(cfg: SearchConfig, preset: Preset, epochs: int) -> Rungs:
+def rungs_of(cfg: SearchConfig, preset: Preset, epochs: int, search_reason: str = "") -> Rungs:
     """ASHA's rungs; a grace period past the last epoch stops nothing, as one at it does (a replay runs at its
-    table's epochs, whatever the grace period was chosen for)."""
+    table's epochs, whatever the grace period was chosen for). ``search_reason``: why ``--search default``
+    became the strategy it is, said where a flag needs another."""
     strategy = strategy_of(cfg.search)
     strata = cfg.strata if cfg.strata is not None else strategy.strata
     hedge = cfg.hedge if cfg.hedge is not None else strategy.hedge
     if (strata > 1 or hedge) and strategy.rungs != "halving":
-        raise ConfigError(f"--strata and --hedge act on cohort halving: --search {cfg.search} has none")
+        why = f" ({search_reason}; --search cells-halving has it)" if search_reason else ""
+        raise ConfigError(f"--strata and --hedge act on cohort halving: --search {cfg.search} has none{why}")
     grace = min(cfg.grace_period or preset.grace_period, epochs)
     return Rungs(grace, reduction_factor_of(cfg, preset), epochs, strata, hedge)
 
@@ -221,7 +223,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     preset = study.preset(preset_name)
     base = base_config(replace(cfg, epochs=kind.epochs(cfg.epochs)), study, preset)
     cfg, search_reason = resolved_search(cfg, study, base, preset)
-    rungs = rungs_of(cfg, preset, base.epochs)
+    rungs = rungs_of(cfg, preset, base.epochs, search_reason)
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
     screen = check_screen_rungs(cfg, screen_of(cfg, base.warmup * base.epochs), search_reason)

@@ -233,3 +233,9 @@ def test_strata_or_a_hedge_without_cohort_halving_is_refused_in_one_line(kw):
     assert "\n" not in str(info.value)
     with pytest.raises(ConfigError, match="--search family has none"):
         planned(SearchConfig("absa", preset="full", search="family", **kw))
+
+
+def test_a_hedge_where_the_default_resolved_to_tpe_says_why():
+    with pytest.raises(ConfigError, match=r"has none \(--search tpe: 6 trials cannot hold the 43 cells") as info:
+        planned(SearchConfig("absa", preset="smoke", hedge=2))
+    assert "--search cells-halving has it" in str(info.value)
