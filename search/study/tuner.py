@@ -186,8 +186,9 @@ def sampler_of(plan: StudyPlan, multivariate: bool = False) -> optuna.samplers.B
         if sampler == "tpe-mv":  # one joint density per group; running trials' points count as bad (issue 28)
             return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=True)
         if multivariate:
-            return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True)
-    return optuna.samplers.TPESampler(seed=plan.search_seed)
+            return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=False)
+    # independent TPE without the constant liar: what "tpe" meant and was measured as (Optuna 5 made both default)
+    return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=False, constant_liar=False)
 
 
 def searcher_of(plan: StudyPlan, storage: Any = None, sampler: Any = None, name: str | None = None):

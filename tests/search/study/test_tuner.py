@@ -42,3 +42,18 @@ def test_cohort_halving_is_built_with_the_plans_strata_hedge_and_the_objectives_
     assert scheduler_of(loss, majority).floor is None  # an objective off the primary's dev scores has none
     default = scheduler_of(plan_offline(SearchConfig("absa", preset="full"), TrainedTrials()), majority)
     assert (default.strata, default.hedged_at) == (1, hedged_positions(43, 3, 0))  # the default's hedge of 3
+
+
+def test_each_strategy_states_its_sampler_settings_whatever_optunas_defaults():
+    import optuna
+
+    from search.study.config import SearchConfig
+    from search.study.kind import TrainedTrials
+    from search.study.plan import plan_offline
+    from search.study.tuner import sampler_of
+
+    plain = sampler_of(plan_offline(SearchConfig("absa", preset="full", search="tpe"), TrainedTrials()))
+    assert isinstance(plain, optuna.samplers.TPESampler)
+    assert (plain._multivariate, plain._constant_liar) == (False, False)  # univariate, as "tpe" was measured
+    joint = sampler_of(plan_offline(SearchConfig("absa", preset="full", search="tpe-mv"), TrainedTrials()))
+    assert (joint._multivariate, joint._group, joint._constant_liar) == (True, True, True)
