@@ -69,9 +69,10 @@ def test_the_stated_gain_is_found_80_percent_of_the_time_averaged_over_studies(n
     boundary = boundaries((n,), Design(default_max_seeds(n)))[0].boundary
     rng = np.random.default_rng(n)
     spreads = rng.standard_normal((20_000, n)).std(1, ddof=1)  # observed spreads of studies at true spread 1
-    gains = np.array([stated_gain(n, s, boundary) for s in spreads])
+    assert stated_gain(n, 0.02, boundary) == pytest.approx(0.02 * stated_gain(n, 1.0, boundary))  # linear in the sd
+    gains = spreads * stated_gain(n, 1.0, boundary)
     found = nct.sf(boundary, n - 1, gains * math.sqrt(n))  # each stated gain's true power
     assert found.mean() >= 0.78, found.mean()
-    naive = nct.sf(boundary, n - 1, np.array([detectable_gain(n, s, boundary) for s in spreads]) * math.sqrt(n))
+    naive = nct.sf(boundary, n - 1, spreads * detectable_gain(n, 1.0, boundary) * math.sqrt(n))
     assert naive.mean() < 0.76  # the observed spread taken as the true one: optimistic
     assert spread_bound(n, 1.0) > 1.0 and math.isnan(spread_bound(1, 1.0))
