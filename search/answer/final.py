@@ -81,7 +81,8 @@ def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
             for r in complete_finals(finals, row.run_id, c.config.epochs)
         ]
         collect(c, earlier, primary, seeds)
-        logger.info("%s: %s (dev %s)", c.role, row.label, fmt(row.objective, row.objective_std))
+        shown = {"winner": "multitask", "opponent": "single-task"}.get(c.role, c.role)  # the closing block's words
+        logger.info("%s: %s (dev %s)", shown, row.label, fmt(row.objective, row.objective_std))
     missing = {c.role: [s for s in seeds if s not in c.dev] for c in contenders}
     if any(missing.values()):
         train_missing(cfg, parent.info.run_id, invocation, contenders, missing, primary, seeds, kind)
