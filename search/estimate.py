@@ -198,17 +198,23 @@ def split_sizes(study, base) -> dict[str, dict[str, int]]:
     return sizes
 
 
+def seed_rows(
+    tasks: tuple[str, ...], sizes: dict[str, dict[str, int]], base, cost: float = 1.0, test: str = ""
+) -> float:
+    """Train-equivalent rows of one seed of ``tasks`` to full epochs, dev scored every epoch (and ``test``'s
+    test rows once, at the end); ``cost``: the strategies' factor on the training rows."""
+    steps = steps_per_epoch([math.ceil(sizes[t]["train"] / base.batch_size) for t in tasks])
+    evals = sum(sizes[t]["dev"] for t in tasks) * base.epochs + (sizes[test]["test"] if test else 0)
+    return steps * base.batch_size * base.epochs * cost + evals / EVAL_SPEEDUP
+
+
 def rows_per_trial(study, base, sizes: dict[str, dict[str, int]], seeds: int, cost: float = 1.0) -> float:
     """Train-equivalent rows of one trial to full epochs, averaged over the auxiliary subsets; ``cost``:
-    the strategies' factor on the training rows."""
+    the strategies' factor on the training rows. A search trial scores no test."""
     per_subset = []
     for r in range(len(study.candidates) + 1):
         for subset in itertools.combinations(study.candidates, r):
-            tasks = (study.primary,) + subset
-            steps = steps_per_epoch([math.ceil(sizes[t]["train"] / base.batch_size) for t in tasks])
-            train_rows = steps * base.batch_size * base.epochs * cost
-            eval_rows = sum(sizes[t]["dev"] for t in tasks) * base.epochs  # a search trial scores no test
-            per_subset.append((train_rows + eval_rows / EVAL_SPEEDUP) * seeds)
+            per_subset.append(seed_rows((study.primary,) + subset, sizes, base, cost) * seeds)
     return sum(per_subset) / len(per_subset)
 
 
@@ -218,9 +224,7 @@ def finalize_rows(study, base, sizes: dict[str, dict[str, int]], final_seeds: in
     another config), each to full epochs on every final seed, scoring dev every epoch and test at the end."""
 
     def per_seed(tasks: tuple[str, ...]) -> float:
-        steps = steps_per_epoch([math.ceil(sizes[t]["train"] / base.batch_size) for t in tasks])
-        evals = sum(sizes[t]["dev"] for t in tasks) * base.epochs + sizes[study.primary]["test"]
-        return steps * base.batch_size * base.epochs + evals / EVAL_SPEEDUP
+        return seed_rows(tasks, sizes, base, test=study.primary)
 
     subsets = [s for r in range(1, len(study.candidates) + 1) for s in itertools.combinations(study.candidates, r)]
     winner = sum(per_seed((study.primary, *s)) for s in subsets) / len(subsets) if subsets else 0.0
@@ -294,6 +298,7 @@ def estimate(
         fraction = asha_epoch_fraction(base.epochs, grace, factor)
     else:
         fraction = asha_seed_epoch_fraction(schedule, factor, base.epochs)
+    arms = single_arms_of(p)
     out = {
         "study": study.name,
         "preset": p.preset_name,
@@ -309,8 +314,8 @@ def estimate(
         "asha_epoch_fraction": round(fraction, 3),  # of epochs x seeds, with --first-rung-seeds
         "total_rows_with_asha": round(per_trial * trials * fraction),
         "final_seeds": p.final_seeds,
-        "final_single_task_arms": single_arms_of(p),
-        "finalize_rows": round(finalize_rows(study, base, sizes, p.final_seeds, single_arms_of(p))),
+        "final_single_task_arms": arms,
+        "finalize_rows": round(finalize_rows(study, base, sizes, p.final_seeds, arms)),
         "primary_passes_per_epoch": grid_exposure(study, base, sizes).line(),
     }
     out["total_rows_with_finalize"] = out["total_rows_with_asha"] + out["finalize_rows"]

@@ -45,6 +45,13 @@ SIDE_NAMES = {TUNED: "best single-task trial of equal tuning", ABLATION: "winner
 # claim (a)'s other side where the search tuned no single-task config
 UNTUNED = "untuned baseline at the study's fixed settings"
 EXPLORATORY_LEVEL = 0.95  # the exploratory metrics' intervals, together over a claim's (Bonferroni)
+
+
+def exploratory_level(explored: int) -> float:
+    """Each exploratory metric's interval level: :data:`EXPLORATORY_LEVEL` together over ``explored`` of them."""
+    return 1 - (1 - EXPLORATORY_LEVEL) / max(1, explored)
+
+
 EXPLORATORY = "exploratory: no verdict"
 NO_ERROR_LEFT = "no verdict: this look is beyond the planned most seeds, no error is left to spend"
 COLLAPSED_MORE = (
@@ -305,22 +312,19 @@ def compare(
     clean_other = stats.mean_std([other.test.get(top, {}).get(s, math.nan) for s in clean])[0]
     loss = clean_other - limit if math.isfinite(limit) else 0.0
     rows = []
-    explored = max(1, len(metrics) - 1)
     for m in metrics:
         w = [winner.test.get(m, {}).get(s, math.nan) for s in clean]
         o = [other.test.get(m, {}).get(s, math.nan) for s in clean]
-        direction = mode if m == objective_metric else "max"  # only the objective may be minimised
+        wm, ws, _ = stats.mean_std([winner.test.get(m, {}).get(s, math.nan) for s in seeds])
+        om, os_, _ = stats.mean_std([other.test.get(m, {}).get(s, math.nan) for s in seeds])
         if m != top:
-            diff = stats.paired_difference(w, o, 1 - (1 - EXPLORATORY_LEVEL) / explored)
-            wm, ws, _ = stats.mean_std([winner.test.get(m, {}).get(s, math.nan) for s in seeds])
-            om, os_, _ = stats.mean_std([other.test.get(m, {}).get(s, math.nan) for s in seeds])
+            diff = stats.paired_difference(w, o, exploratory_level(len(metrics) - 1))
             rows.append(Row(m, wm, ws, om, os_, diff, EXPLORATORY, math.nan, gone, ()))
             continue
+        direction = mode if m == objective_metric else "max"  # only the objective may be minimised
         diff, said, detectable, looks = decide(w, o, direction, earlier, design)
         if said == stats.BETTER and direction == "max" and not survives_collapses(diff.low, risk, loss):
             said = COLLAPSED_MORE
-        wm, ws, _ = stats.mean_std([winner.test.get(m, {}).get(s, math.nan) for s in seeds])
-        om, os_, _ = stats.mean_std([other.test.get(m, {}).get(s, math.nan) for s in seeds])
         rows.append(Row(m, wm, ws, om, os_, diff, said, detectable, gone, looks))
     headline = next(r for r in rows if r.metric == top)
     return Claim(key, other, tuple(rows), headline, differences(winner.config, other.config), other_name, risk)

@@ -21,6 +21,7 @@ from search.answer.claims import (
     Claim,
     Contender,
     Row,
+    exploratory_level,
     rate_bound,
 )
 from search.answer.power import spread_bound
@@ -238,7 +239,7 @@ def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
         [
             f"Interval levels: the verdict's metric, this look's repeated interval (the t interval at its spending "
             f"boundary); the {explored} exploratory metrics, {EXPLORATORY_LEVEL:.0%} together (Bonferroni: each at "
-            f"{level(1 - (1 - EXPLORATORY_LEVEL) / explored)}), no verdict."
+            f"{level(exploratory_level(explored))}), no verdict."
         ]
         if explored
         else []

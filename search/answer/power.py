@@ -10,7 +10,7 @@ knows only the observed spread, which is below the true one more often than not:
 one, the stated gain is found on average 67% of the time at 5 seeds, not 80%. :func:`stated_gain`
 puts the spread's one-sided 70% upper confidence bound (chi-square, ``n - 1`` degrees of freedom) in
 its place, and the stated gain is found 80-84% of the time averaged over studies at 3 to 40 seeds
-(``tests/search/answer/test_power.py`` measures it). ``seeds_for`` inverts the formula for planning at
+(``tests/search/answer/test_sequential.py`` measures it). ``seeds_for`` inverts the formula for planning at
 a spread the user states: the least K whose first look (:mod:`search.answer.sequential`, a planned
 maximum of ``max_seeds``) detects ``g``.
 """

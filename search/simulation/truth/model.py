@@ -233,8 +233,12 @@ class Truth:
 
     def collapsed(self, config: TrainConfig, key: str, seed: int) -> bool:
         """Whether seed ``seed`` of config ``key`` failed (the same draw at every epoch and split)."""
-        p = self.collapse_chance(config)
-        return bool(p) and uniform(self.seed, "collapse", key, seed) < p
+        return self.failed_by(config, key, seed) is not None
+
+    def failed_by(self, config: TrainConfig, key: str, seed: int) -> Collapse | None:
+        """The ``[[collapse]]`` table seed ``seed`` of config ``key`` failed by, None where it did not fail."""
+        fails = self.collapse_of(config)
+        return fails if fails and uniform(self.seed, "collapse", key, seed) < fails.chance(config) else None
 
     def transient_of(self, config: TrainConfig, key: str, seed: int, epoch: float) -> float | None:
         """How far below the majority rate seed ``seed`` of config ``key`` sits at ``epoch``, where it is in a
@@ -294,8 +298,9 @@ class Truth:
         if task == self.primary:
             value += self.effect(config) + self.luck(key, seed) + (self.noise.test_offset if split == "test" else 0.0)
         if task == self.primary and metric in self.majority:
-            if self.collapsed(config, key, seed):  # a failed seed keeps its table's share of the gain
-                return self.collapse_of(config).failed(min(1.0, max(0.0, value)), self.majority[metric])  # type: ignore[union-attr]
+            fails = self.failed_by(config, key, seed)
+            if fails is not None:  # a failed seed keeps its table's share of the gain
+                return fails.failed(min(1.0, max(0.0, value)), self.majority[metric])
             down = self.transient_of(config, key, seed, epoch)
             if down is not None:
                 return max(0.0, self.majority[metric] - down)
