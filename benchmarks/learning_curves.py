@@ -138,7 +138,7 @@ def main() -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.learning_curves", description=__doc__)
     p.add_argument("--out", default="benchmarks/results/learning_curves.jsonl")
     p.add_argument("--families", default=",".join(FAMILIES), help="comma-separated, of " + ",".join(FAMILIES))
-    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--seeds", type=int, default=3, help="seeds per family (--grid: per cell, the preset's then on)")
     p.add_argument("--first-seed", type=int, default=1, help="seeds first-seed .. first-seed + seeds - 1")
     p.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     p.add_argument("--epochs", type=int, default=4)

@@ -43,7 +43,9 @@ def load_encoder(config: EncoderConfig) -> nn.Module:
 
     # num_hidden_layers below the checkpoint's: the first N layers load, the rest are left out
     layers = {} if config.layers is None else {"num_hidden_layers": config.layers}
-    return AutoModel.from_pretrained(resolve_model_path(config.model), **layers)
+    # fp32 master weights whatever the checkpoint's dtype (transformers 5 loads a half-precision
+    # checkpoint as half by default; AdamW on half weights loses small updates): autocast does the rest
+    return AutoModel.from_pretrained(resolve_model_path(config.model), dtype=torch.float32, **layers)
 
 
 def default_summary(encoder_config, model_path: str | Path | None = None) -> str:
