@@ -6,10 +6,10 @@ with and without ASHA's early stops; with a measured throughput (``--samples-per
 or ``--from-benchmark`` the JSON ``python -m benchmarks.throughput --out`` wrote on the target
 machine) it turns them into device-hours and, with ``--usd-per-hour``, cost.
 
-A study that searches issue 19's strategies (``absa-plus``) costs more per training row: the
-expected factor over its space (:func:`strategy_cost`) multiplies the training rows, from the
-cost ratios ``python -m benchmarks.throughput --strategies`` measured (``--strategy-costs FILE``;
-by default the CPU run recorded in ``benchmarks/README.md``).
+A study that searches the adaptive strategies (``absa-plus``: an EXP3 bandit schema, PCGrad, uncertainty
+weights, layer-wise lr decay) costs more per training row: the expected factor over its space
+(:func:`strategy_cost`) multiplies the training rows, from the cost ratios ``python -m benchmarks.throughput
+--strategies`` measured (``--strategy-costs FILE``; by default the CPU run recorded in ``benchmarks/README.md``).
 
 ``--plan GAIN`` answers another question: how many final seeds (``search.finalize --seeds``) a true
 gain of GAIN (accuracy units: 0.02 = 2 pp) needs to be found 80% of the time, from the spread of the
@@ -163,6 +163,7 @@ def halving_seed_epochs(
     max_t: int,
     seeds: int,
     hedge: int = 0,
+    strata: int = 1,
 ) -> float:
     """Expected seed-epochs of a cohort of ``cells`` trials under cohort halving (``search/study/halving.py``),
     results exchangeable (:func:`~trainables.fidelity.halving_survivors`). A trial stopped at a point
@@ -172,7 +173,7 @@ def halving_seed_epochs(
     trial = schedule or SeedSchedule.full(seeds)
     # the baseline is always a finalist: every seed, or the first rung's under a schedule that says so
     baseline = SeedSchedule.of(trial.to_dict() if schedule else None, True, seeds)
-    course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t, hedge)
+    course = halving_survivors(cells, families, screen, grace, reduction_factor, max_t, hedge, strata)
     stopped = sum((alive - going) * trial.seed_epochs(point) for point, alive, going in course)
     finalists = (course[-1][2] if course else cells) - 1  # the baseline apart
     return stopped + finalists * trial.seed_epochs(max_t) + baseline.seed_epochs(max_t)
@@ -291,7 +292,7 @@ def estimate(
         cells = len(p.points)
         families = cohort_families(p.points)
         spent = halving_seed_epochs(
-            cells, families, p.screen, grace, factor, schedule, base.epochs, seeds, p.rungs.hedge
+            cells, families, p.screen, grace, factor, schedule, base.epochs, seeds, p.rungs.hedge, p.rungs.strata
         )
         fraction = spent / (cells * base.epochs * seeds)
     elif schedule is None:

@@ -68,6 +68,7 @@ def halving_survivors(
     reduction_factor: float,
     max_t: int,
     hedge: int = 0,
+    strata: int = 1,
 ) -> list[tuple[float, float, float]]:
     """Cohort halving's expected course (``search/study/halving.py``), results exchangeable: ``(point, alive,
     going)`` for each rung, from ``cells`` trials in ``families`` families, one of them the baseline alone (the
@@ -75,29 +76,47 @@ def halving_survivors(
     ceil(size / reduction_factor) and the baseline goes on; at each epoch rung the top ceil(alive / rf) go on,
     the baseline (taken as not among them: the others passed every rung on their luck, it passed none), and where
     :func:`family_leaders_kept` each schema family's leader where none of its members is (:func:`none_among_top`).
-    ``hedge`` cells go on past every rung below the last whatever they score (``search.study.cohort_rule``): the
-    others take their course as a cohort of their own, and the hedged ride beside it to the last rung, where they
-    meet the rest (their places among the top taken from the others only there)."""
+    ``hedge`` cells go on past every rung below the last whatever they score (``search.study.cohort_rule``): ranked
+    with the rest, those not among the top go on beside them. With ``strata`` > 1 every rung, the screen too,
+    keeps the top ceil(size / reduction_factor) of each of ``strata`` equal exposure strata."""
     points = ([screen] if screen else []) + [float(e) for e in range(grace, max_t)]
     schema_families = max(families - 1, 1)
     hedge = min(hedge, max(cells - 1, 0))
-    alive, course = float(cells - hedge), []
+    alive, course = float(cells), []
     for point in points:
-        if point >= max_t - 1:
-            alive += hedge  # the hedged meet the rest at the last rung
-            hedge = 0
         size = max(alive - 1, 0.0) / schema_families  # the baseline is a family of its own
-        if point == screen:
-            going = schema_families * math.ceil(size / reduction_factor) + 1
+        if strata > 1:  # an expected count of trials: between the tops of its floor and its ceiling
+            low, share = math.floor(alive), alive - math.floor(alive)
+            top = (1 - share) * stratified_top(low, strata, reduction_factor)
+            top += share * stratified_top(low + 1, strata, reduction_factor)
+        elif point == screen:
+            top = schema_families * math.ceil(size / reduction_factor)
         else:
             top = math.ceil(alive / reduction_factor)
-            going = top + 1  # the baseline: the one trial never selected on its luck, so rarely among the top
-            if family_leaders_kept(point, grace, max_t):
-                going += schema_families * none_among_top(alive - 1, size, top)
+        going = top + 1  # the baseline: the one trial never selected on its luck, so rarely among the top
+        hedged = 0.0
+        if point < max_t - 1:  # the hedged not among the top go on too: at the first rung as drawn, then all of
+            # them (the others passed a rung on their luck, the hedged did not: as the baseline, rarely among the top)
+            hedged = hedge * (max(0.0, 1 - top / alive) if point == points[0] else 1.0)
+        if point != screen and family_leaders_kept(point, grace, max_t):  # a family none of whose kept is in
+            going += schema_families * none_among_top(alive - 1, size, math.ceil(top + hedged))
+        going += hedged
         going = min(alive, going)
-        course.append((point, alive + hedge, going + hedge))
+        course.append((point, alive, going))
         alive = going
     return course
+
+
+def stratified_top(n: int, strata: int, reduction_factor: float) -> int:
+    """How many of ``n`` trials go on when each of ``strata`` exposure strata keeps its top ceil(size / rf): the
+    strata cut as ``search.study.cohort_rule`` cuts them (trial i of n sorted by passes in stratum i // (n / S))."""
+    if n <= 0:
+        return 0
+    size = n / min(strata, n)
+    sizes: dict[int, int] = {}
+    for i in range(n):
+        sizes[int(i // size)] = sizes.get(int(i // size), 0) + 1
+    return sum(math.ceil(c / reduction_factor) for c in sizes.values())
 
 
 def none_among_top(n: float, members: float, top: int) -> float:

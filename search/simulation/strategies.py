@@ -187,6 +187,8 @@ FAMILIES.update(
         "exposure": [Strategy("default", SearchConfig.search, 0, strata=s, hedge=h) for s in (1, 3) for h in (0, 3, 6)],
         # the hedged candidates alone (more studies where a margin was within one SE of the rule's bound)
         "exposure-hedge": [Strategy("default", SearchConfig.search, 0, strata=1, hedge=h) for h in (0, 3, 6)],
+        # the strata-3 candidates alone (their first 100 studies left every margin within two SEs of the bound)
+        "exposure-strata": [Strategy("default", SearchConfig.search, 0, strata=3, hedge=h) for h in (0, 3, 6)],
         "exposure-k3": [
             Strategy("default", SearchConfig.search, 3, reduction_factor=3, strata=s, hedge=h)
             for s in (1, 3)

@@ -109,15 +109,20 @@ class Work:
 
 
 def work_text(trials: Sequence[Any], running: Sequence[Any], left: int, work: Work) -> str:
-    """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time)``. A paused trial (at a
-    cohort halving rung) still waits for its rung's decision."""
+    """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time)``. A paused trial waits
+    for its rung's decision while a trial still alive has not reached that rung (cohort halving decides a rung
+    when every live trial has reported there); after it, a paused trial was promoted and waits for a slot."""
     spent, seconds, to_go = 0.0, 0.0, 0.0
+    live = [t for t in trials if t in running or t.status == PAUSED]
+    lowest = min((float((t.last_result or {}).get("epoch", 0)) for t in live), default=0.0) if not left else 0.0
     for t in trials:
         result, schedule = t.last_result or {}, work.schedule(t.config)
-        done = schedule.seed_epochs(float(result.get("epoch", 0)))
+        epoch = float(result.get("epoch", 0))
+        done = schedule.seed_epochs(epoch)
         spent, seconds = spent + done, seconds + float(result.get("time_total_s", 0.0))
         if t in running or t.status == PAUSED:
-            to_go += work.expected(schedule, float(result.get("epoch", 0)), decided=t.status != PAUSED) - done
+            decided = t.status != PAUSED or epoch <= lowest
+            to_go += work.expected(schedule, epoch, decided=decided) - done
     to_go += left * work.expected(work.schedule({}))
     text = f"{spent:g} seed-epochs spent, ~{to_go:.0f} to go"
     if not spent or not seconds:

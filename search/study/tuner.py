@@ -226,7 +226,7 @@ def work_of(plan: StudyPlan) -> Work:
         return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor, fidelity=fidelity)
     families = cohort_families(plan.points)
     course = halving_survivors(
-        len(plan.points), families, plan.screen, r.grace_period, r.reduction_factor, r.max_t, r.hedge
+        len(plan.points), families, plan.screen, r.grace_period, r.reduction_factor, r.max_t, r.hedge, r.strata
     )
     rungs = tuple(point for point, _, _ in course)
     passes = tuple(going / alive if alive else 0.0 for _, alive, going in course)

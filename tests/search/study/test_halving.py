@@ -309,7 +309,8 @@ def test_under_the_default_the_finalists_train_both_seeds_and_the_baseline_one()
     finalists = [t for t in found.trials if t.trial_id in done and t is not baseline]
     assert finalists and all(t.trained == {1: 4, 2: 4} for t in finalists)
     assert all(list(t.trained) == [1] for t in found.trials if t.trial_id not in done)
-    assert found.seed_epochs == 4 + 8 * len(finalists) + sum(t.epoch for t in found.trials if t.trial_id not in done)
+    expected = 4 + 8 * len(finalists) + sum(t.epoch for t in found.trials if t.trial_id not in done)
+    assert found.seed_epochs == pytest.approx(expected)  # screen points (0.4) sum inexactly
 
 
 def halving(trials: list, max_t: int = 4, **kw) -> tuple[Controller, CohortHalving]:

@@ -217,7 +217,7 @@ def test_the_plans_rungs_carry_strata_and_hedge_the_flags_else_the_strategys(mon
     assert (flagged.search, flagged.rungs.strata, flagged.rungs.hedge) == ("cells-halving", 3, 2)
     default = planned(SearchConfig("absa", preset="full")).rungs
     own = strategy.strategy_of("cells-halving")
-    assert (default.strata, default.hedge) == (own.strata, own.hedge) == (1, 3)  # the default: a hedge of 3
+    assert (default.strata, default.hedge) == (own.strata, own.hedge) == (3, 6)  # the default: 3 strata, a hedge of 6
     monkeypatch.setitem(strategy.STRATEGIES, "cells-halving", replace(own, strata=2, hedge=4))
     assert planned(SearchConfig("absa", preset="full")).rungs.strata == 2
     assert planned(SearchConfig("absa", preset="full")).rungs.hedge == 4

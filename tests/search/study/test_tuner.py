@@ -41,7 +41,7 @@ def test_cohort_halving_is_built_with_the_plans_strata_hedge_and_the_objectives_
     loss = plan_offline(SearchConfig("absa", preset="full", metric="train/loss", mode="min"), TrainedTrials())
     assert scheduler_of(loss, majority).floor is None  # an objective off the primary's dev scores has none
     default = scheduler_of(plan_offline(SearchConfig("absa", preset="full"), TrainedTrials()), majority)
-    assert (default.strata, default.hedged_at) == (1, hedged_positions(43, 3, 0))  # the default's hedge of 3
+    assert (default.strata, default.hedged_at) == (3, hedged_positions(43, 6, 0))  # the default: 3 strata, a hedge of 6
 
 
 def test_each_strategy_states_its_sampler_settings_whatever_optunas_defaults():
