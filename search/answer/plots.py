@@ -61,7 +61,10 @@ def plots(
     ]
     paths.append(best_so_far(table, objective, mode, seeds, baseline, out))
     completed = table[(table.status == COMPLETED) & table.objective.notna()]
-    paths += [p for p in (importances(completed, objective, mode, out), parallel(completed, objective, out)) if p]
+    left = len(table) - len(completed)  # stopped early or failed: no final score to compare
+    of = f" of {len(table)} ({left} stopped or failed left out)" if left else ""
+    made = (importances(completed, objective, mode, out, of), parallel(completed, objective, out, of))
+    paths += [p for p in made if p]
     if curves:
         paths.append(learning_curves(table, curves, objective, out))
     return paths
@@ -138,9 +141,10 @@ def varying(trials: pd.DataFrame) -> list[tuple[str, bool]]:
     ]
 
 
-def importances(completed: pd.DataFrame, objective: str, mode: str, out: Path) -> Path | None:
+def importances(completed: pd.DataFrame, objective: str, mode: str, out: Path, of: str = "") -> Path | None:
     """fANOVA importances (Optuna's evaluator) of the dimensions the completed trials differ in; the
-    table's columns, so a single-task trial counts as schema ``single`` and auxiliary ``none``."""
+    table's columns, so a single-task trial counts as schema ``single`` and auxiliary ``none``. ``of``: what the
+    title adds about the trials left out (a stopped trial's last value is no final score to compare)."""
     import matplotlib.pyplot as plt
 
     dims = varying(completed)
@@ -163,12 +167,12 @@ def importances(completed: pd.DataFrame, objective: str, mode: str, out: Path) -
     names = list(found)[::-1]
     ax.barh(names, [found[n] for n in names], color="C0")
     ax.set_xlabel("importance (share of the objective's variance, fANOVA)")
-    ax.set_title(f"parameter importances over {len(completed)} completed trials")
+    ax.set_title(f"parameter importances over {len(completed)} completed trials{of}", fontsize=9)
     ax.set_xlim(0, 1)
     return save(fig, ax, out / "param_importances.png", legend=False)
 
 
-def parallel(completed: pd.DataFrame, objective: str, out: Path) -> Path | None:
+def parallel(completed: pd.DataFrame, objective: str, out: Path, of: str = "") -> Path | None:
     """Parallel coordinates of the completed trials: an axis per dimension they differ in (log10 of
     log-scale ones; categories in sorted order), then the objective; lines coloured by the objective."""
     import matplotlib.pyplot as plt
@@ -204,7 +208,7 @@ def parallel(completed: pd.DataFrame, objective: str, out: Path) -> Path | None:
             ax.annotate(str(label), (x, y), xytext=(3, 0), textcoords="offset points", fontsize=7, va="center")
     ax.set_xticks(range(len(names)), names, rotation=15)
     ax.set_yticks([])
-    ax.set_title(f"parallel coordinates of {scaled.shape[1]} completed trials (colour: {objective})")
+    ax.set_title(f"parallel coordinates of {scaled.shape[1]} completed trials{of} (colour: {objective})", fontsize=9)
     return save(fig, ax, out / "parallel_coordinates.png", legend=False)
 
 

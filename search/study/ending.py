@@ -85,6 +85,8 @@ class StudyEnd:
     def finished(self) -> None:
         self.done = True
         self.spool.put({"op": "end", "trial": None, "state": "FINISHED", "tags": {}})
+        # the study's ``ended`` in Optuna (optuna-dashboard shows it) is this ending, not an earlier interruption
+        end_optuna_trials(self.optuna_storage, self.name, "FINISHED: every trial ended", None)
 
     def stopped(self, reason: str, wait_s: float = DRAIN_S) -> None:
         self._end("KILLED", reason, wait_s)

@@ -34,6 +34,12 @@ MAX_DUPLICATES = 200  # consecutive repeats before the space is taken as exhaust
 EXHAUSTED = "exhausted"  # Optuna study user attribute: the searcher ran out of new configs
 
 
+def optuna_step(result: dict) -> int:
+    """A result's step in Optuna, as in MLflow (``search.tracking.tracker``): its whole epochs, so a screen point
+    inside the first epoch is step 0 and epoch E step E (Tune's ``training_iteration`` counts reports instead)."""
+    return int(float(result["epoch"])) if "epoch" in result else int(result["training_iteration"])
+
+
 class CanonicalOptunaSearch(OptunaSearch):
     """Uses ``OptunaSearch``'s private ``_ot_study``, ``_ot_trials`` (Tune trial id -> Optuna trial)
     and ``_completed_trials``: no public API maps Tune's trials to Optuna's (checked against Ray
@@ -125,15 +131,25 @@ class CanonicalOptunaSearch(OptunaSearch):
     def on_trial_result(self, trial_id: str, result: dict) -> None:
         if trial_id in self._completed_trials:
             return  # a rerun of a trial Optuna already knows the end of
-        if result.get(DIVERGED):
-            return  # its NaN objective is no intermediate value; on_trial_complete fails it
-        if self.metric in result:
-            self.history[trial_id].append((int(result["training_iteration"]), float(result[self.metric])))
-        super().on_trial_result(trial_id, result)
+        self.report(trial_id, result)
+
+    def report(self, trial_id: str, result: dict | None) -> None:
+        """The result's objective as an Optuna intermediate value at :func:`optuna_step`, once a step. Tune gives
+        the searcher no result its scheduler stops a trial on (``TuneController._process_trial_result``), so
+        :meth:`on_trial_complete` reports that one: a trial stopped at its first rung shows its value there."""
+        if not result or result.get(DIVERGED) or self.metric not in result:
+            return  # a diverged run's NaN objective is no intermediate value; on_trial_complete fails it
+        step, history = optuna_step(result), self.history[trial_id]
+        if history and history[-1][0] >= step:
+            return
+        history.append((step, float(result[self.metric])))
+        self._ot_trials[trial_id].report(float(result[self.metric]), step)
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
             return
+        if not error:
+            self.report(trial_id, result)
         ot_trial = self._ot_trials[trial_id]
         ot_trial.set_user_attr("canonical_key", self.key_of.get(trial_id, ""))
         status = outcome_of(result, self.max_epochs, errored=error)

@@ -241,6 +241,8 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     assert len(parents) == 1
     trial_ids = [c.data.tags["trial_id"] for c in children]
     assert len(trial_ids) == len(set(trial_ids)) == 3  # nothing lost, nothing twice
+    ended = optuna.load_study(study_name="resumable", storage=f"sqlite:///{tmp_path}/optuna.db").user_attrs["ended"]
+    assert ended["reason"].startswith("FINISHED") and not ended["running_trials"]  # not the interruption's
     assert all(c.data.tags["status"] in ("completed", "pruned") for c in children)
     for child in children:  # every epoch logged once, in order, across the interruption
         steps = [m.step for m in client.get_metric_history(child.info.run_id, "train/loss/mean")]

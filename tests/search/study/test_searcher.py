@@ -47,6 +47,27 @@ def test_early_stopped_trial_is_pruned_not_complete():
     assert trials[0].value == pytest.approx(0.8) and trials[1].intermediate_values == {1: 0.1}
 
 
+def test_a_trial_stopped_on_its_first_result_shows_it_and_steps_are_whole_epochs_as_in_mlflow():
+    """Tune withholds from the searcher the result its scheduler stops a trial on: the complete call reports it.
+    A screen point (epoch 0.4, Tune's first report) is step 0, epoch 1 step 1, as MLflow numbers them."""
+    s = searcher()
+    for tid in ("screened", "stopped", "went on"):
+        s.suggest(tid)
+    s.on_trial_complete("screened", {OBJ: 0.61, "epoch": 0.4, "training_iteration": 1})
+    s.on_trial_result("stopped", {OBJ: 0.62, "epoch": 0.4, "training_iteration": 1})
+    s.on_trial_complete("stopped", {OBJ: 0.7, "epoch": 1, "training_iteration": 2})
+    for i, epoch in enumerate((0.4, 1, 2, 3), 1):
+        s.on_trial_result("went on", {OBJ: 0.6 + epoch / 10, "epoch": epoch, "training_iteration": i})
+    s.on_trial_complete("went on", {OBJ: 0.9, "epoch": 3, "training_iteration": 4})
+    trials = s._ot_study.get_trials()
+    assert [t.intermediate_values for t in trials] == [
+        {0: 0.61},
+        {0: 0.62, 1: 0.7},
+        {0: pytest.approx(0.64), 1: pytest.approx(0.7), 2: pytest.approx(0.8), 3: pytest.approx(0.9)},
+    ]
+    assert [t.state for t in trials] == [TrialState.PRUNED, TrialState.PRUNED, TrialState.COMPLETE]
+
+
 def test_failed_trial_is_fail():
     s = searcher()
     s.suggest("a")
@@ -120,7 +141,8 @@ def test_repeat_of_a_finished_trial_gets_its_outcome_at_once(outcome):
     trials = s._ot_study.get_trials()
     assert [t.state for t in trials[:2]] == [expected, expected] and s.duplicates == 1
     assert trials[1].user_attrs["duplicate_of"] == s.key_of["a"]
-    assert trials[1].intermediate_values == {1: pytest.approx(0.6)}
+    last = {3: pytest.approx(0.7)} if outcome == "complete" else {}  # the final result is its last step too
+    assert trials[1].intermediate_values == {1: pytest.approx(0.6), **last}
     if outcome == "complete":
         assert trials[1].value == pytest.approx(0.7)
 
@@ -189,7 +211,7 @@ def test_the_searchers_own_state_survives_a_restore(tmp_path):
     trials = optuna.load_study(study_name="t", storage=storage).trials
     answered = [t for t in trials if "duplicate_of" in t.user_attrs]
     assert len(answered) == 1 and answered[0].state == TrialState.COMPLETE and answered[0].value == pytest.approx(0.7)
-    assert answered[0].intermediate_values == {1: pytest.approx(0.6)}
+    assert answered[0].intermediate_values == {1: pytest.approx(0.6), 3: pytest.approx(0.7)}
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
