@@ -54,7 +54,7 @@ def report_points(epochs: int, screen: float | None = None) -> tuple[float, ...]
 def family_leaders_kept(epoch: float, grace_period: int, max_t: int) -> bool:
     """Whether cohort halving keeps each schema family's leader past the whole-epoch rung ``epoch``: at
     the first, and at every one below the last. Families' real curves still differ by a few pp after
-    half of training (benchmarks/README.md, "every family at 3 seeds"), so a slow starter meets the
+    half of training (benchmarks/results/HISTORY.md, "every family at 3 seeds"), so a slow starter meets the
     fast ones only at the last rung, where those going on train every seed (a leader kept there would
     cost K seeds each)."""
     return epoch == grace_period or epoch < max_t - 1

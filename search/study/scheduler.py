@@ -136,7 +136,7 @@ class FamilyASHA(ContenderKeepingASHA):
 
     Schemas that change what is trained when (anneal, round robin) start slower than the static
     ones, so at an early rung stock ASHA stops them for a deficit they would have made up
-    (benchmarks/README.md, "learning curves"; docs/search-strategies.md). Here each family has
+    (benchmarks/results/HISTORY.md, "learning curves"; docs/search-strategies.md). Here each family has
     its own bracket, a copy of ASHA's own made before any result: within a family the cutoff is
     ASHA's (the top 1/reduction_factor go on), and the first trial of a family at a rung always
     goes on. The baseline and each side's leader are kept as in :class:`ContenderKeepingASHA`.

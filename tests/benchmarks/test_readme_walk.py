@@ -58,3 +58,15 @@ def test_the_guides_name_every_built_in_truth():
     for page in ("docs/simulated-studies.md", "docs/truth-files.md"):
         text = (ROOT / page).read_text()
         assert [t for t in shipped if f"`{t}`" not in text] == [], page
+
+
+def test_the_benchmarks_index_is_short_and_names_modules_that_exist():
+    """benchmarks/README.md is an index (the dated history is results/HISTORY.md): at most 400 lines, and every
+    ``python -m benchmarks.X`` it shows is a module of the package."""
+    import re
+
+    index = (ROOT / "benchmarks" / "README.md").read_text()
+    assert len(index.splitlines()) <= 400
+    named = set(re.findall(r"python -m benchmarks\.(\w+)", index))
+    assert named and all((ROOT / "benchmarks" / f"{name}.py").is_file() for name in named), named
+    assert (ROOT / "benchmarks" / "results" / "HISTORY.md").is_file()
