@@ -105,13 +105,17 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
 
 
 def add_halving(g: argparse._ArgumentGroup) -> None:
-    """Cohort halving's exposure strata and hedge (search.study.cohort_rule)."""
+    """Cohort halving's exposure strata and hedge (search.study.cohort_rule); the defaults named from the strategy."""
+    from search.study.strategy import SCREEN, STRATEGIES
+
+    own = STRATEGIES[SCREEN]
     g.add_argument(
         "--strata",
         type=int,
         metavar="N",
         help="cohort halving: rank a rung's cells within N strata of equal exposure to the primary (passes over its "
-        "training rows), so a diluted cell meets cells as diluted as it (default: the strategy's; 1: one ranking)",
+        f"training rows), so a diluted cell meets cells as diluted as it (default: the strategy's: {own.strata} under "
+        f"{SCREEN}; 1: one ranking)",
     )
     g.add_argument(
         "--hedge",
@@ -119,7 +123,7 @@ def add_halving(g: argparse._ArgumentGroup) -> None:
         metavar="N",
         help="cohort halving: N cells, drawn before any result, go on past every rung below the last, where they "
         "meet the rest: a late bloomer no early score distinguishes reaches the end in that share of studies "
-        "(default: the strategy's)",
+        f"(default: the strategy's: {own.hedge} under {SCREEN}, else 0)",
     )
 
 

@@ -70,3 +70,15 @@ def test_the_benchmarks_index_is_short_and_names_modules_that_exist():
     named = set(re.findall(r"python -m benchmarks\.(\w+)", index))
     assert named and all((ROOT / "benchmarks" / f"{name}.py").is_file() for name in named), named
     assert (ROOT / "benchmarks" / "results" / "HISTORY.md").is_file()
+
+
+def test_the_reference_states_the_default_searchs_settings_as_the_code_has_them():
+    """The numbers docs/reference.md gives for the default search are the strategy's own (a default changed in
+    the code must change the page)."""
+    from search.study.strategy import SCREEN, STRATEGIES
+
+    own = STRATEGIES[SCREEN]
+    text = " ".join((ROOT / "docs" / "reference.md").read_text().split())  # help text wraps anywhere
+    for stated in (f"{own.strata} under {SCREEN}", f"{own.hedge} under {SCREEN}"):
+        assert stated in text.replace("cells- halving", "cells-halving"), stated
+    assert f"{own.reduction_factor} under cells- halving" in text or f"{own.reduction_factor} under {SCREEN}" in text
