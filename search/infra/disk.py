@@ -25,6 +25,7 @@ from ray.tune import Callback
 
 from search.infra.interrupt import interrupt_tune
 from search.infra.storage import local_path
+from search.infra.tune_status import RUNNING
 from trainables.config import TrainConfig
 from trainables.trial import TrialConfig
 
@@ -185,7 +186,7 @@ class StorageGuard(Callback):
         if self.reason or self.path is None or time.monotonic() - self._checked < POLL_S:
             return
         self._checked = time.monotonic()
-        running = sum(1 for t in trials if t.status == "RUNNING")
+        running = sum(1 for t in trials if t.status == RUNNING)
         free = free_bytes(self.storage) or 0
         if running and free < running * self.need.checkpoint:
             self.stop(

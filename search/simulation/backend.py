@@ -35,8 +35,9 @@ from types import SimpleNamespace
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
+from search.infra.tune_status import PAUSED, PENDING, RUNNING, TERMINATED
 from search.simulation.results import epoch_result
-from search.simulation.trial import PAUSED, PENDING, RUNNING, TERMINATED, Controller, SimTrial
+from search.simulation.trial import Controller, SimTrial
 from search.simulation.truth.model import Truth
 from search.study.halving import limiter_of
 from trainables.config import TrainConfig

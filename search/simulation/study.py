@@ -17,7 +17,7 @@ from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
 from search.study.plan import StudyPlan, plan_offline
-from search.study.tuner import param_space_of, sampler_of, scheduler_of, searcher_of
+from search.study.tuner import optuna_searcher, param_space_of, sampler_of, scheduler_of
 from trainables.fidelity import SeedSchedule, epoch_value
 
 
@@ -45,11 +45,11 @@ def simulated_plan(cfg: SearchConfig) -> StudyPlan:
 
 
 def searcher_for(study_plan: StudyPlan, multivariate: bool = False):
-    """``search.study.tuner.searcher_of``'s searcher in an in-memory Optuna storage: an RDB's commits
+    """``search.study.tuner.optuna_searcher``'s searcher in an in-memory Optuna storage: an RDB's commits
     would cost more than the rest of a simulated trial. ``multivariate``: see ``sampler_of``."""
     name = f"simulated-{study_plan.search}-{study_plan.search_seed}"
     storage = optuna.storages.InMemoryStorage()
-    return searcher_of(study_plan, storage=storage, sampler=sampler_of(study_plan, multivariate), name=name)
+    return optuna_searcher(study_plan, storage=storage, sampler=sampler_of(study_plan, multivariate), name=name)
 
 
 # what search.study.tuner.scheduler_of is: the plan, and the primary's dev majority rate per metric

@@ -14,11 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ray.tune.experiment.trial import Trial
-
+from search.infra.tune_status import PENDING
 from trainables.trial import TrialConfig
-
-PENDING, RUNNING, PAUSED, TERMINATED = Trial.PENDING, Trial.RUNNING, Trial.PAUSED, Trial.TERMINATED  # Tune's
 
 
 @dataclass

@@ -24,7 +24,7 @@ the rung, with the same reduction factor. With a seed schedule (``--first-rung-s
 adds seeds as it passes rungs, and each rung compares means over the seeds every trial there has.
 
 The state (records, decisions, the cohort's ids, the trials paused at a rung) is plain data in ``__dict__``,
-saved with the experiment in the limiter's state (:mod:`search.study.limiter`): a resumed study takes its
+saved with the experiment in the limiter's state (:mod:`search.study.tune_compat`): a resumed study takes its
 decisions back and pauses again the trials Tune restores as PENDING (:meth:`CohortHalving.requeued`).
 
 A paused trial holds no slot: the scheduler tells the searcher's :class:`PauseAwareLimiter` (Ray's
@@ -38,17 +38,14 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ray.tune.experiment.trial import Trial
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
+from search.infra.tune_status import ENDED, PAUSED, PENDING, RUNNING
 from search.study.cohort_rule import Cohort, CohortRule, hedged_positions
-from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
+from search.study.tune_compat import PauseAwareLimiter, SchedulerSavingLimiter, mark_to_save, searcher_of
 from trainables.exposure import PRIMARY_PASSES
-
-PAUSED, PENDING, RUNNING = Trial.PAUSED, Trial.PENDING, Trial.RUNNING
-ENDED = (Trial.TERMINATED, Trial.ERROR)
 
 
 class CohortHalving(ContenderKeepingASHA):
@@ -129,7 +126,7 @@ class CohortHalving(ContenderKeepingASHA):
             self.doomed.discard(trial.trial_id)
 
     def requeued(self, trial) -> None:
-        """A trial Tune restored in a study resumed with its saved state (:mod:`search.study.limiter`). Ray
+        """A trial Tune restored in a study resumed with its saved state (:mod:`search.study.tune_compat`). Ray
         re-adds every unfinished trial PENDING and starts every PENDING trial whatever the scheduler says
         (``TuneController._requeue_restored_trials``, ``_maybe_add_actors``): one the state holds paused (at
         a rung until its decision, promoted until a slot is free, or stopped and not yet stopped by Tune) is
@@ -273,11 +270,7 @@ class CohortHalving(ContenderKeepingASHA):
             if trial.trial_id in self.doomed and trial.status == PAUSED:
                 self.doomed.discard(trial.trial_id)
                 tune_controller.stop_trial(trial)
-                # Ray 2.60 saves a trial's state only when marked, and stop_trial marks only a trial with an
-                # actor: a paused one would read PAUSED in the saved experiment (unfinished to --resume)
-                mark = getattr(tune_controller, "_mark_trial_to_checkpoint", None)
-                if mark is not None:
-                    mark(trial)
+                mark_to_save(tune_controller, trial)  # stop_trial saves only a trial with an actor
 
     def alive_at(self, epoch: float) -> set[str]:
         """The cohort trials that should report at rung ``epoch``: not ended, promoted past every rung below."""
@@ -367,14 +360,9 @@ class CohortHalving(ContenderKeepingASHA):
         return f"cohort halving of {len(self.members)} first points ({decided or 'no rung decided yet'})"
 
 
-def searcher_of(tune_controller) -> Searcher:
-    """The searcher Tune wraps (``SearchGenerator.searcher``: the limiter), as HyperBandForBOHB reaches it."""
-    return tune_controller.search_alg.searcher
-
-
 def limiter_of(searcher: Searcher, scheduler: TrialScheduler, max_concurrent: int) -> SchedulerSavingLimiter:
     """The searcher wrapped to run at most ``max_concurrent`` trials at once (what ``max_concurrent_trials``
     does), paused trials not counted under cohort halving; it saves the scheduler's state with the
-    experiment (:mod:`search.study.limiter`)."""
+    experiment (:mod:`search.study.tune_compat`)."""
     limiter = PauseAwareLimiter if isinstance(scheduler, CohortHalving) else SchedulerSavingLimiter
     return limiter(searcher, max_concurrent=max_concurrent)

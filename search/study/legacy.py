@@ -3,8 +3,8 @@
 ``Tuner.restore`` unpickles the searcher, scheduler and callbacks that ``search.run`` gave the
 Tuner (and a simulated study's trainable and truth, where a pickle holds them), by the module paths
 they had when the study started. Before the split those were flat modules (``search.searcher``,
-``search.tracking``, ...) and simulated trials lived in ``trainables/simulated/``; this maps them
-onto the new ones.
+``search.tracking``, ...), simulated trials lived in ``trainables/simulated/`` and the limiters in
+``search.study.limiter``; this maps them onto the new ones.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ MOVED = {
     "trainables.simulated.tune": "search.simulation.trainable",
     "trainables.simulated.truth": "search.simulation.truth.model",
     "trainables.simulated.reading": "search.simulation.truth.reading",
+    # the limiters moved into the adapter to Ray's internals (2026-11-28)
+    "search.study.limiter": "search.study.tune_compat",
 }
 # a flat module that became a package of the same name: the classes it held, by their new module
 BECAME_PACKAGES = {"search.tracking": {"MLflowTracker": "search.tracking.tracker"}}

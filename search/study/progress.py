@@ -13,14 +13,12 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ray.tune import Callback, ProgressReporter
-from ray.tune.experiment.trial import Trial
 
+from search.infra.tune_status import PAUSED, RUNNING
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
 from trainables.fidelity import SEED_COUNT, SeedSchedule
 from trainables.trial import TrialConfig
-
-PAUSED, RUNNING = Trial.PAUSED, Trial.RUNNING
 
 
 class TrialLines(Callback):

@@ -27,7 +27,7 @@ from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
-from search.study.limiter import adopt_saved_state
+from search.study.tune_compat import adopt_saved_state
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
 from trainables.trial import NESTED, TrialConfig
@@ -59,7 +59,7 @@ class ContenderKeepingASHA(ASHAScheduler):
     public getters in Ray 2.60); a stop it overrides is taken back out of ASHA's count of stopped
     trials. ``leaders`` ((epoch, side) -> best score so far, in ASHA's maximising sign) is saved with
     the rest of ``__dict__`` (ASHA's rungs too) in the limiter's state at every experiment checkpoint,
-    and a resumed study takes it back (:mod:`search.study.limiter`: Ray saves no scheduler).
+    and a resumed study takes it back (:mod:`search.study.tune_compat`: Ray saves no scheduler).
 
     ``schedule``: the study's seed schedule, or None (every trial trains every seed: ASHA as
     before). A scheduler pickled before it existed has none in its ``__dict__``: read with a default.

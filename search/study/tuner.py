@@ -114,7 +114,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     make_sqlite_folder(stores.optuna_storage)  # a new --storage folder that holds Optuna's file
     say_baseline_moves(plan)
     guard = guard_of(plan)
-    searcher, scheduler = searcher_of(plan), scheduler_of(plan, data.majority)
+    searcher, scheduler = optuna_searcher(plan), scheduler_of(plan, data.majority)
     params = plan.invocation.to_params()
     parent = start_parent_run(stores.tracking_uri, plan.study.name, plan.name, params, stores.artifact_root)
     spool = study_spool(spool_path(plan.path), stores.tracking_uri, parent, stores.tracking_grace)
@@ -191,7 +191,7 @@ def sampler_of(plan: StudyPlan, multivariate: bool = False) -> optuna.samplers.B
     return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=False, constant_liar=False)
 
 
-def searcher_of(plan: StudyPlan, storage: Any = None, sampler: Any = None, name: str | None = None):
+def optuna_searcher(plan: StudyPlan, storage: Any = None, sampler: Any = None, name: str | None = None):
     """Optuna behind the canonical-config searcher, in the study's Optuna storage (``storage``: another
     Optuna storage, e.g. the simulator's in-memory one; ``sampler``: another than :func:`sampler_of`'s;
     ``name``: another Optuna study name than the plan's)."""

@@ -8,10 +8,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from search.infra.tune_status import ENDED, ERROR
 from trainables.results import DIVERGED
 
 COMPLETED, PRUNED, FAILED = "completed", "pruned", "failed"
-TUNE_ENDED = ("TERMINATED", "ERROR")  # Tune trial statuses that end a trial (any other may still run)
+TUNE_ENDED = ENDED  # Tune trial statuses that end a trial (any other may still run)
 
 
 def outcome_of(result: Mapping[str, Any] | None, max_epochs: int, errored: bool = False) -> str:
@@ -25,4 +26,4 @@ def outcome_of(result: Mapping[str, Any] | None, max_epochs: int, errored: bool 
 
 def outcome(trial, max_epochs: int) -> str:
     """Of a finished Tune trial (status ERROR: it errored)."""
-    return outcome_of(trial.last_result, max_epochs, errored=getattr(trial, "status", None) == "ERROR")
+    return outcome_of(trial.last_result, max_epochs, errored=getattr(trial, "status", None) == ERROR)

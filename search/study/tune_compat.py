@@ -1,13 +1,24 @@
-"""The searcher wrappers ``search.run`` gives Tune: Ray's ``ConcurrencyLimiter`` that also saves the
-scheduler's state with the experiment, and its pause-aware subclass for cohort halving.
+"""The one adapter between the study and Ray Tune 2.60's internals: each part works around one Ray behaviour, and
+goes when Ray changes it. Nothing else in the package reads Ray's private attributes or the searcher Tune wraps.
 
-Ray 2.60 saves a study's trials and its searcher at every experiment checkpoint
-(``TuneController.save_to_dir``), but not its scheduler: ``Tuner.restore`` brings back the scheduler as it
-was pickled when the study started, empty. A scheduler that decides from the results it recorded (ASHA's
-rungs, the sides' leaders, cohort halving's rung decisions and the trials paused at a rung) would then
-decide again from whatever the restored trials still show. Its state travels in the limiter's saved state
-instead: written in the same call as the trials (one consistent snapshot), given back to the scheduler
-before the first restored trial is added (``TuneController.resume`` restores the searcher first).
+- **Ray saves no scheduler** (ray-project/ray#30838). ``TuneController.save_to_dir`` writes the trials and the
+  searcher at every experiment checkpoint, and ``Tuner.restore`` brings the scheduler back as it was pickled when
+  the study started, empty. A scheduler that decides from what it recorded (ASHA's rungs, the sides' leaders,
+  cohort halving's decisions and the trials paused at a rung) would decide again from whatever the restored trials
+  show. Its state travels in the limiter's saved state instead (:class:`SchedulerSavingLimiter`): written in the
+  same call as the trials (one snapshot), given back before the first restored trial is added
+  (``TuneController.resume`` restores the searcher first: :func:`adopt_saved_state`).
+- **A paused trial holds a slot in Ray's limiter** (``ConcurrencyLimiter`` counts every live trial): with every
+  slot's trial paused at a cohort rung the rest of the cohort would never start (:class:`PauseAwareLimiter`,
+  told through ``Searcher.on_pause``/``on_unpause``, the hooks HyperBandForBOHB calls).
+- **No public way from a scheduler to the searcher**: :func:`searcher_of` reaches it as HyperBandForBOHB does
+  (``tune_controller.search_alg.searcher``).
+- **A stopped paused trial is not saved as stopped**: Ray 2.60 saves a trial's state only when marked, and
+  ``stop_trial`` marks only a trial with an actor (:func:`mark_to_save`, the private
+  ``TuneController._mark_trial_to_checkpoint``).
+
+Restored trials come back PENDING and Tune starts every PENDING trial (``_requeue_restored_trials``): cohort
+halving marks the ones its saved state holds paused (``search.study.halving.CohortHalving.requeued``).
 """
 
 from __future__ import annotations
@@ -79,7 +90,7 @@ class PauseAwareLimiter(SchedulerSavingLimiter):
 def adopt_saved_state(scheduler: Any, tune_controller: Any) -> bool:
     """Link ``scheduler`` to the limiter that saves its state and, in a resumed study, take the saved state
     back (once: the first trial Tune adds). Whether it took a saved state now."""
-    limiter = getattr(getattr(tune_controller, "search_alg", None), "searcher", None)
+    limiter = getattr(getattr(tune_controller, "search_alg", None), "searcher", None)  # searcher_of, if any
     if not isinstance(limiter, SchedulerSavingLimiter):
         return False  # a study saved before the limiter saved schedulers, or a test's controller
     saved = limiter.take_scheduler_state()
@@ -87,3 +98,16 @@ def adopt_saved_state(scheduler: Any, tune_controller: Any) -> bool:
         scheduler.__dict__.update(saved)
     limiter.scheduler = scheduler
     return saved is not None
+
+
+def searcher_of(tune_controller) -> Searcher:
+    """The searcher Tune wraps (``SearchGenerator.searcher``: the limiter), as HyperBandForBOHB reaches it."""
+    return tune_controller.search_alg.searcher
+
+
+def mark_to_save(tune_controller, trial) -> None:
+    """Have Tune save ``trial``'s state at its next experiment checkpoint (a paused trial stopped by the scheduler
+    would otherwise read PAUSED in the saved experiment: unfinished to ``--resume``)."""
+    mark = getattr(tune_controller, "_mark_trial_to_checkpoint", None)
+    if mark is not None:
+        mark(trial)

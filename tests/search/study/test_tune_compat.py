@@ -7,8 +7,8 @@ from types import SimpleNamespace
 from ray.tune.search import Searcher, SearchGenerator
 
 from search.study.halving import CohortHalving, limiter_of
-from search.study.limiter import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.scheduler import ContenderKeepingASHA
+from search.study.tune_compat import PauseAwareLimiter, SchedulerSavingLimiter
 
 METRIC = "semeval/dev/acc_4way/mean"
 
