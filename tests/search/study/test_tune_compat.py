@@ -64,3 +64,25 @@ def test_the_link_to_the_scheduler_is_not_pickled_with_the_limiter():
     scheduler.on_trial_add(SimpleNamespace(search_alg=SimpleNamespace(searcher=limiter)), Trial("a"))
     assert limiter.scheduler is scheduler
     assert pickle.loads(pickle.dumps(limiter)).scheduler is None
+
+
+def test_a_limiter_pickled_under_its_old_module_resumes(monkeypatch):
+    """A study saved while the limiters lived in ``search.study.limiter`` names that module in its pickled
+    searcher: ``legacy.accept_saved_before_rooms`` (run before ``Tuner.restore``) maps it onto the adapter."""
+    import pickle
+    import sys
+    import types
+
+    from search.study import legacy, tune_compat
+
+    old = types.ModuleType("search.study.limiter")
+    old.SchedulerSavingLimiter = tune_compat.SchedulerSavingLimiter
+    with monkeypatch.context() as m:
+        m.setitem(sys.modules, "search.study.limiter", old)
+        m.setattr(tune_compat.SchedulerSavingLimiter, "__module__", "search.study.limiter")
+        saved = pickle.dumps(tune_compat.SchedulerSavingLimiter(Searcher(), max_concurrent=2))
+    assert b"search.study.limiter" in saved
+    monkeypatch.delitem(sys.modules, "search.study.limiter", raising=False)
+    legacy.accept_saved_before_rooms()
+    restored = pickle.loads(saved)
+    assert type(restored) is tune_compat.SchedulerSavingLimiter and restored.max_concurrent == 2
