@@ -142,6 +142,7 @@ def test_tiny_study_end_to_end(tiny_study):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # 1.5 minutes of CI's 12: make test-all; its rule (complete_finals) is unit-tested in CI
 def test_an_interrupted_finalize_is_trained_again_not_reused(tiny_study):
     """Ctrl-C during finalize's training leaves its final runs interrupted; the rerun the message asks
     for trains those seeds again (issue 17: a partly trained final run never counts as finished)."""
