@@ -57,6 +57,7 @@ def test_flags_are_the_shared_ones_plus_its_own():
 
 
 @pytest.mark.slow  # three spawned trials, each importing torch and building a trainer
+@pytest.mark.extended  # 40 s of CI's 12 minutes for a GPU benchmark's CPU smoke: make test-all (and gpu_check on a GPU)
 def test_a_cpu_smoke_run_reports_the_precision_trained(tiny_bert, data_dir):
     from benchmarks.gpu_sharing import main
 

@@ -132,6 +132,7 @@ def test_a_truth_of_another_primary_is_refused_in_one_line(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.extended  # 35 s of CI's 12 minutes: make test-all; the backend's seed schedule is held to Ray's in CI
 def test_a_simulated_study_with_seeds_as_a_fidelity(tmp_path):
     """``--first-rung-seeds 1``: trials reach the first rung on seed 1 alone, the baseline trains all
     three (its rung value paired on seed 1), promoted trials end on all three, finalize trains every
