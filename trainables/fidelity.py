@@ -19,6 +19,7 @@ follow it; ``search/study/scheduler.py`` pairs the baseline's rung values with i
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -107,15 +108,16 @@ def halving_survivors(
     return course
 
 
+def stratum_of(position: int, n: int, strata: int) -> int:
+    """The exposure stratum of the trial at ``position`` of ``n`` sorted by passes over the primary: ``strata``
+    groups of about equal size (as many as there are trials, where fewer)."""
+    return int(position // (n / min(strata, n)))
+
+
 def stratified_top(n: int, strata: int, reduction_factor: float) -> int:
-    """How many of ``n`` trials go on when each of ``strata`` exposure strata keeps its top ceil(size / rf): the
-    strata cut as ``search.study.cohort_rule`` cuts them (trial i of n sorted by passes in stratum i // (n / S))."""
-    if n <= 0:
-        return 0
-    size = n / min(strata, n)
-    sizes: dict[int, int] = {}
-    for i in range(n):
-        sizes[int(i // size)] = sizes.get(int(i // size), 0) + 1
+    """How many of ``n`` trials go on when each of ``strata`` exposure strata (:func:`stratum_of`, as
+    ``search.study.cohort_rule`` cuts them) keeps its top ceil(size / reduction_factor)."""
+    sizes = Counter(stratum_of(i, n, strata) for i in range(n))
     return sum(math.ceil(c / reduction_factor) for c in sizes.values())
 
 

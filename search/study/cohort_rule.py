@@ -27,7 +27,7 @@ import random
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from trainables.fidelity import family_leaders_kept
+from trainables.fidelity import family_leaders_kept, stratum_of
 
 FLOOR_SLACK = 1e-9  # a score equal to the majority rate is at the floor
 
@@ -86,8 +86,7 @@ class CohortRule:
         """The groups ranked apart, each in rank order: exposure strata, else families at the screen, else one."""
         if self.strata > 1 and all(t in cohort.passes for t in ranked):
             by_passes = sorted(ranked, key=lambda t: (cohort.passes[t], t))
-            size = len(by_passes) / min(self.strata, len(by_passes))
-            stratum = {t: int(i // size) for i, t in enumerate(by_passes)}
+            stratum = {t: stratum_of(i, len(by_passes), self.strata) for i, t in enumerate(by_passes)}
             return [[t for t in ranked if stratum[t] == s] for s in sorted(set(stratum.values()))]
         if rung == self.screen:
             families = dict.fromkeys(cohort.families[t] for t in ranked)
