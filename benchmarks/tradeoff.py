@@ -35,11 +35,18 @@ def read(path: Path) -> tuple[str, dict[str, dict[int, dict]]]:
     """The truth's name and, per strategy, its lines by study."""
     by: dict[str, dict[int, dict]] = defaultdict(dict)
     truth = ""
-    for text in path.read_text().splitlines():
+    for number, text in enumerate(path.read_text().splitlines(), 1):
         if text.strip():
-            line = json.loads(text)
-            truth = line["truth"]
-            by[line["strategy"]][int(line["study"])] = line
+            try:
+                line = json.loads(text)
+                truth = line["truth"]
+                by[line["strategy"]][int(line["study"])] = line
+                float(line["within_1pp"]) + float(line["seed_epochs"])
+            except (ValueError, KeyError, TypeError) as e:
+                what = f"no key {e}" if isinstance(e, KeyError) else str(e)
+                raise SystemExit(
+                    f"error: {path} line {number}: {what} (expected a benchmarks.search_quality results line)"
+                ) from None
     return truth, by
 
 

@@ -36,3 +36,18 @@ def test_the_rule_picks_the_cheapest_within_the_bound_else_the_best_worst(tmp_pa
     assert "picks nothing: none selects within 1 pp in 50% of bloom" in table(
         [a, bloom], {"bloom"}, "bloom", -0.03, 0.5
     )
+
+
+def test_a_file_that_is_no_results_file_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"strategy": "grid K=1", "study": 0}\n')
+    r = subprocess.run(
+        [sys.executable, "-m", "benchmarks.tradeoff", str(bad)], cwd=ROOT, capture_output=True, text=True
+    )
+    assert r.returncode == 1 and r.stderr.strip().count("\n") == 0
+    assert r.stderr.startswith(f"error: {bad} line 1: no key 'truth' (expected a benchmarks.search_quality")
