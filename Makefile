@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 data-check:
-	@test -d "$(DATA)/semeval2014" || { echo "error: no datasets under data root '$(DATA)': run '$(PY) -m trainables.data download' (needs internet) or set MTL_DATA_DIR=/path/to/data (layout: README, Data)" >&2; exit 2; }
+	@test -d "$(DATA)/semeval2014" || { echo "error: no datasets under data root '$(DATA)': run '$(PY) -m trainables.data download' (needs internet) or set MTL_DATA_DIR=/path/to/data (layout: docs/reference.md, Data)" >&2; exit 2; }
 
 run: $(VENV)/.installed data-check  ## the study (STUDY=absa, ARGS="--trials 12 ...")
 	MTL_DATA_DIR=$(DATA) $(PY) -m search.run $(STUDY) $(ARGS)

@@ -291,7 +291,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--strategies",
         action="store_true",
-        help="instead: the cost per step of each of issue 19's strategies against the plain loop (--steps, --rounds)",
+        help="instead: the cost per step of each adaptive strategy of absa-plus (bandit schema, uncertainty weights, "
+        "every task per step with a sum or PCGrad, layer-wise lr decay, gradual unfreezing) against the plain loop "
+        "(--steps, --rounds)",
     )
     p.add_argument(
         "--peak-tflops",

@@ -1,20 +1,21 @@
-"""``python -m search.estimate STUDY --preset P``: the compute a study needs, from real data sizes.
+"""python -m search.estimate STUDY --preset P: the compute a study needs, from real data sizes.
 
 Counts the training and evaluation rows every trial processes (steps per epoch as the
 loop computes them, every seed, every epoch), averaged over the study's auxiliary subsets,
-with and without ASHA's early stops; with a measured throughput (``--samples-per-second``,
-or ``--from-benchmark`` the JSON ``python -m benchmarks.throughput --out`` wrote on the target
-machine) it turns them into device-hours and, with ``--usd-per-hour``, cost.
+with and without ASHA's early stops, plus the final comparison's runs on the final seeds; with a
+measured throughput (--samples-per-second, or --from-benchmark the JSON that
+python -m benchmarks.throughput --out wrote on the target machine) it turns them into device-hours
+and, with --usd-per-hour, cost.
 
-A study that searches the adaptive strategies (``absa-plus``: an EXP3 bandit schema, PCGrad, uncertainty
-weights, layer-wise lr decay) costs more per training row: the expected factor over its space
-(:func:`strategy_cost`) multiplies the training rows, from the cost ratios ``python -m benchmarks.throughput
---strategies`` measured (``--strategy-costs FILE``; by default the CPU run recorded in ``benchmarks/README.md``).
+A study that searches the adaptive strategies (absa-plus: an EXP3 bandit schema, PCGrad, uncertainty
+weights, layer-wise lr decay) costs more per training row: the expected cost factor over its space
+multiplies the training rows, from the cost ratios python -m benchmarks.throughput --strategies
+measured (--strategy-costs FILE; by default the CPU run recorded in benchmarks/README.md).
 
-``--plan GAIN`` answers another question: how many final seeds (``search.finalize --seeds``) a true
+--plan GAIN answers another question: how many final seeds (search.finalize --seeds) a true
 gain of GAIN (accuracy units: 0.02 = 2 pp) needs to be found 80% of the time, from the spread of the
-paired differences given with ``--spread SD`` or recorded by a finished study's finalize
-(``--from-study``, with ``--name`` and ``--tracking-uri``; the ablation claim's spread where present,
+paired differences given with --spread SD or recorded by a finished study's finalize
+(--from-study, with --name and --tracking-uri; the ablation claim's spread where present,
 planned at its 70% upper bound over the pairs it was observed on: an observed spread is optimistic).
 """
 
@@ -390,14 +391,18 @@ def main() -> int:
         metavar="FILE",
         help="cost ratios of the strategies: a benchmarks.throughput --strategies JSON",
     )
-    p.add_argument("--data-dir")
+    p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     planning = p.add_argument_group("planning final seeds (--plan)")
     planning.add_argument("--plan", type=float, metavar="GAIN", help="the true gain to find (0.02 = 2 pp)")
     spread = planning.add_mutually_exclusive_group()
     spread.add_argument("--spread", type=float, metavar="SD", help="sd of the paired per-seed differences")
     spread.add_argument("--from-study", action="store_true", help="the spread a finished study's finalize recorded")
     planning.add_argument("--name", help="with --from-study: the study invocation (default: the latest)")
-    planning.add_argument("--tracking-uri", default="sqlite:///mlflow.db")
+    planning.add_argument(
+        "--tracking-uri",
+        default="sqlite:///mlflow.db",
+        help="with --from-study: the MLflow store the study logged to (default: %(default)s)",
+    )
     args = p.parse_args()
     setup_logging()
     if args.plan is not None:

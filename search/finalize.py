@@ -1,15 +1,15 @@
-"""``python -m search.finalize STUDY``: the honest answer at the end of a study.
+"""python -m search.finalize STUDY: a study's answer, on fresh seeds.
 
-Takes, by the dev objective (seed mean), the best completed trial with an auxiliary task (the
-winner), the best completed single-task trial and the winner without its auxiliary tasks, trains
-them to full epochs on K fresh seeds the search never used (after its own), and answers two claims:
-(a) is the winner better than the best plain fine-tuning the search found (tuned, or the untuned
-baseline where the search tried no other single-task config), (b) do its
-auxiliary tasks help it. Per primary test metric the means ± sample std and the paired difference
-with its interval; the study's metric gets one verdict per claim, the others are exploratory.
-Run it again with more --seeds to add seeds: each run is one look of a group-sequential test.
-The config with the better dev score over the K seeds is logged as an MLflow model and registered
-as ``<study>-best``. Nothing here selects on test.
+Takes, by the dev objective (seed mean), the best completed trial with an auxiliary task (the best
+multitask trial), the best completed single-task trial and the multitask trial without its auxiliary
+tasks (its ablation), trains them to full epochs on K fresh seeds the search never used (numbered
+after its own), and answers two claims: (a) is the multitask trial better than the best plain
+fine-tuning the search found (tuned, or the untuned baseline where the search tried no other
+single-task config); (b) do its auxiliary tasks help it. Per primary test metric: the means ± sample
+std and the paired difference with its interval; the study's metric gets one verdict per claim, the
+others are exploratory. Run it again with more --seeds to add seeds: each run is one look of a
+group-sequential test. Of the two sides, the one with the better dev score over the K seeds is logged
+as an MLflow model and registered as <study>-best. Nothing here selects on test.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def main() -> int:
         "--seeds",
         type=int,
         default=FinalizeConfig.seeds,
-        help="K fresh seeds per side (at least 3), numbered after the search's",
+        help="K fresh seeds per side (at least 3), numbered after the search's (default: %(default)s)",
     )
     p.add_argument(
         "--max-seeds",
@@ -65,7 +65,7 @@ def main() -> int:
     )
     p.add_argument("--address", help="Ray cluster address (default: a private local Ray)")
     p.add_argument("--no-register", action="store_true", help="do not log or register the model")
-    p.add_argument("--verbose", action="store_true")
+    p.add_argument("--verbose", action="store_true", help="debug logging")
     args = p.parse_args()
     setup_logging(args.verbose)
     cfg = FinalizeConfig(

@@ -1,9 +1,8 @@
-"""``python -m search.run STUDY``: search a study's multitask schemas on a Ray cluster.
+"""python -m search.run STUDY: search a study's multitask schemas on a Ray cluster.
 
-Example: ``python -m search.run absa --preset smoke`` (local Ray, SQLite MLflow
-store ``./mlflow.db``, Optuna store ``./optuna.db``, packaged MiniLM encoder), or
-``python -m search.run my-study.toml`` for a study file (docs/study-files.md);
-``--list`` shows the built-in studies.
+Example: python -m search.run absa --preset smoke (a local Ray, the MLflow store ./mlflow.db,
+the Optuna store ./optuna.db, the packaged MiniLM encoder), or python -m search.run my-study.toml
+for a study file (docs/study-files.md); --list shows the built-in studies.
 """
 
 from __future__ import annotations
@@ -78,10 +77,7 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         "--search",
         default=SearchConfig.search,
         choices=SEARCHES,
-        help="strategy (docs/search-strategies.md). default: cells-halving (every auxiliary set x schema cell of the "
-        "thesis grid, compared within its schema family once its first epoch's warm-up is over, then decided "
-        "together at each epoch, one seed until the last rung; without --trials the study is its cells) where the "
-        "trials hold every cell, else tpe; also the grid, random, ASHA variants (default: %(default)s)",
+        help=search_help(),
     )
     g.add_argument(
         "--search-seed", type=int, default=SearchConfig.search_seed, help="seed of the sampler (default: %(default)s)"
@@ -102,6 +98,20 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
         help="ASHA reduction factor (default: the preset's, else the strategy's: 4 under cells-halving, else 2)",
     )
     add_halving(g)
+
+
+def search_help() -> str:
+    """--search's help, its numbers read from the default strategy."""
+    from search.study.strategy import SCREEN, STRATEGIES
+
+    own = STRATEGIES[SCREEN]
+    return (
+        f"strategy (docs/search-strategies.md). default: {SCREEN} (every auxiliary set x schema cell of the "
+        "thesis grid, ranked once its first epoch's warm-up is over and at every epoch, where the top "
+        f"1/{own.reduction_factor} of each of {own.strata} strata of equal exposure to the primary goes on ({own.hedge} "
+        "cells drawn at random go on past every rung but the last), one seed until the last rung; without --trials the study is its cells) where the trials hold every cell, else tpe; "
+        "also the grid, random, ASHA variants (default: %(default)s)"
+    )
 
 
 def add_halving(g: argparse._ArgumentGroup) -> None:

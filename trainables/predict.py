@@ -344,7 +344,7 @@ def parse_args(argv: Sequence[str] | None, prog: str) -> argparse.Namespace:
     p.add_argument(
         "--tracking-uri", help="MLflow tracking URI for models:/ and runs:/ URIs (default: $MLFLOW_TRACKING_URI)"
     )
-    p.add_argument("--device", default="cpu", help="cpu, cuda or auto")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (default: %(default)s)")
     return p.parse_args(argv)
 
 

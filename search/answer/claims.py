@@ -39,9 +39,10 @@ from trainables.config import TrainConfig
 TUNED, ABLATION = "tuned", "ablation"
 QUESTIONS = {
     TUNED: "Is the study's best multitask config better than the best plain fine-tuning the search found?",
-    ABLATION: "Do the auxiliary tasks help this config? (the winner against itself without them, all else kept)",
+    ABLATION: "Do the auxiliary tasks help this config? (the multitask config against itself without them, all else "
+    "kept)",
 }
-SIDE_NAMES = {TUNED: "best single-task trial of equal tuning", ABLATION: "winner without its auxiliary tasks"}
+SIDE_NAMES = {TUNED: "best single-task trial of equal tuning", ABLATION: "multitask config without its auxiliary tasks"}
 # claim (a)'s other side where the search tuned no single-task config
 UNTUNED = "untuned baseline at the study's fixed settings"
 EXPLORATORY_LEVEL = 0.95  # the exploratory metrics' intervals, together over a claim's (Bonferroni)
@@ -55,8 +56,8 @@ def exploratory_level(explored: int) -> float:
 EXPLORATORY = "exploratory: no verdict"
 NO_ERROR_LEFT = "no verdict: this look is beyond the planned most seeds, no error is left to spend"
 COLLAPSED_MORE = (
-    "no verdict: better on the seeds that trained, but seeds of this study failed and the winner's own seed runs "
-    "are too few to rule out failures that undo the gain"
+    "no verdict: better on the seeds that trained, but seeds of this study failed and the multitask config's own "
+    "seed runs are too few to rule out failures that undo the gain"
 )
 RISK_CONFIDENCE = 0.975  # one-sided bound on a side's collapse rate (Clopper-Pearson)
 VOLATILE = ("seed", "data_dir", "device", "evaluate_test", "check_every", "compile", "prefetch")

@@ -83,7 +83,7 @@ class FinalResult:
     def family(self) -> str:
         """The false "better" rate of what is printed, per claim and together."""
         if len(self.shown_claims) == 1:
-            why = " (the best single-task config is the winner's own ablation)" if self.coincide else ""
+            why = " (the best single-task config is the multitask trial's own ablation)" if self.coincide else ""
             return f"One comparison{why}: a false 'better' at most {ALPHA:.1%}."
         return (
             f"Each claim's false 'better' is at most {ALPHA:.1%}; the two together, at most {2 * ALPHA:.0%} "
@@ -99,8 +99,9 @@ class FinalResult:
                 "",
                 "### (b) " + QUESTIONS[ABLATION],
                 "",
-                f"The {self.tuned.other_name}, **{self.opponent.row.label}**, is the winner's own ablation (the same "
-                "config): claim (b) is claim (a), one comparison trained once, and the verdict above answers both.",
+                f"The {self.tuned.other_name}, **{self.opponent.row.label}**, is the multitask trial's own ablation "
+                "(the same config): claim (b) is claim (a), one comparison trained once, and the verdict above answers "
+                "both.",
             ]
         lines += ["", self.family()]
         lines += self.published() + self.floor() + self.looks()
@@ -122,7 +123,7 @@ class FinalResult:
             f"## Final test evaluation: {len(self.seeds)} fresh seeds ({list_text(self.seeds)}), "
             "group-sequential paired t",
             "",
-            f"The winner is the best completed multitask trial on dev, **{w.row.label}** "
+            f"The best completed multitask trial on dev is **{w.row.label}** "
             f"(dev {fmt(w.row.objective, w.row.objective_std)}). " + self.claims_text(),
             f"Every side was trained to full epochs by finalize on seeds {list_text(self.seeds)}, none of which "
             f"the search used (search seeds {list_text(self.search_seeds)})"
@@ -133,16 +134,16 @@ class FinalResult:
         """What is tested, in words: two claims, or one comparison where they coincide."""
         if self.coincide:
             return (
-                f"It is tested on test against the {self.tuned.other_name}, which is also the winner without its "
-                "auxiliary tasks (every other setting the same): claim (a), against the best single-task config "
-                "of the search, and claim (b), whether the auxiliary tasks help, are one comparison here, trained "
-                "once. No test score chose anything."
+                f"It is tested on test against the {self.tuned.other_name}, which is also that multitask trial "
+                "without its auxiliary tasks (every other setting the same): claim (a), against the best single-task "
+                "config of the search, and claim (b), whether the auxiliary tasks help, are one comparison here, "
+                "trained once. No test score chose anything."
             )
         return (
-            "Two claims are tested on test, each with its own verdict: (a) the winner against the best single-task "
-            "trial of the same search, a comparison of two configs that may differ in much more than the auxiliary "
-            "tasks; (b) the winner against itself with its auxiliary tasks removed and every other setting kept, "
-            "the test of whether the auxiliary tasks help. No test score chose anything."
+            "Two claims are tested on test, each with its own verdict: (a) the multitask trial against the best "
+            "single-task trial of the same search, a comparison of two configs that may differ in much more than the "
+            "auxiliary tasks; (b) the multitask trial against itself with its auxiliary tasks removed and every other "
+            "setting kept, the test of whether the auxiliary tasks help. No test score chose anything."
         )
 
     def published(self) -> list[str]:
@@ -165,7 +166,7 @@ class FinalResult:
             "verdict's metric (the majority rate plus half of what the typical seed gains over it), or one "
             "that diverged, failed: it is named, counted per side and left out of the paired test. Where any "
             "seed run of the study failed (search or final), 'better' also needs the clean gain to outweigh "
-            "the winner config's own failure rate, over its own seed runs, at its upper 97.5% bound.",
+            "the multitask config's own failure rate, over its own seed runs, at its upper 97.5% bound.",
         ]
 
     def looks(self) -> list[str]:
@@ -224,7 +225,8 @@ def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
         + (f" (dev {fmt(dev, o.row.objective_std)})" if dev == dev else "")
         + f". They differ in: {differs}.",
         "",
-        f"| test metric | winner | {claim.other_name} | Δ winner − other [interval, level] | failed (winner / other) "
+        f"| test metric | multitask | {claim.other_name} | Δ multitask − other [interval, level] "
+        "| failed (multitask / other) "
         "| verdict |",
         "|---|---|---|---|---|---|",
     ]
@@ -253,20 +255,20 @@ def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
 
 
 def risk_sentence(claim: Claim) -> str:
-    """What the study's failed runs let the verdict say about the winner's own failure rate."""
+    """What the study's failed runs let the verdict say about the multitask config's own failure rate."""
     (w_failed, w_runs), (failed, runs) = claim.risk.winner, claim.risk.study
     if not w_runs:
         return ""
     bound = rate_bound(w_failed, w_runs)
     if failed:
         return (
-            f" {failed} of the study's {runs} seed runs failed; the winner config failed on {w_failed} of its own "
+            f" {failed} of the study's {runs} seed runs failed; the multitask config failed on {w_failed} of its own "
             f"{w_runs}, a failure rate of up to {bound:.0%} (97.5% bound), which a 'better' must outweigh."
         )
     return (
         f" No seed run of the study failed ({runs}, search and final): the verdict assumes a config prone to "
-        f"fail would show it among them; the winner's own {w_runs} runs alone rule out only a failure rate above "
-        f"{bound:.0%}."
+        f"fail would show it among them; the multitask config's own {w_runs} runs alone rule out only a failure rate "
+        f"above {bound:.0%}."
     )
 
 

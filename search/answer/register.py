@@ -1,4 +1,4 @@
-"""The model a study hands over: of the multitask winner and the single-task opponent, the one with the
+"""The model a study hands over: of the best multitask and the best single-task trial, the one with the
 better dev mean over the final seeds, from its best-dev seed's checkpoint, logged and registered as ``<study>-best``.
 """
 
@@ -63,7 +63,7 @@ def register(cfg: FinalizeConfig, parent_run_id: str, result: FinalResult) -> No
             },
             card,
         )
-    role = "multitask winner" if better_w else "single-task opponent"
+    role = "multitask side" if better_w else "single-task side"
     result.model_of = f"{chosen.row.label}, seed {seed}, the {role}: higher dev score over {len(result.seeds)} seeds"
     logger.info("registered %s as %s", result.model_of, result.model_uri)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from search.answer.claims import TUNED
 from search.infra.quiet import log_path
 from search.tracking.runs import client
-from search.tracking.view import trial_view_url
+from search.tracking.view import final_view_url, trial_view_url
 from trainables.cli import mask_credentials
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class Places:
     run_name: str | None = None
     model_uri: str | None = None
     log: Path | None = None  # the study's log file: library warnings, failed trials' tracebacks
+    finalized: bool = False  # finalize trained fresh seeds: their runs have a view of their own
 
 
 def summary(study: str, verdicts: list[Verdict], sides: list[Side], places: Places, note: str = "") -> str:
@@ -101,6 +102,8 @@ def where(places: Places) -> list[tuple[str, str]]:
     if places.experiment_id is not None and places.run_name:
         server = uri.rstrip("/") if remote else LOCAL_UI
         rows.append(("trials", f"{server}/{trial_view_url(places.experiment_id, places.run_name)}"))
+        if places.finalized:
+            rows.append(("final", f"{server}/{final_view_url(places.experiment_id, places.run_name)}"))
     rows.append(("model", places.model_uri or "none registered"))
     rows.append(("Optuna", f"{mask_credentials(places.optuna_storage)} (study {places.optuna_study})"))
     rows.append(("Tune", places.tune_path))
@@ -158,6 +161,7 @@ def gather(study: StudyOutcome, final: Any, report: Path | None, why: str = "") 
         run_name=study.name,
         model_uri=getattr(final, "model_uri", None),
         log=log_path(),
+        finalized=final is not None,
     )
     return summary(study.plan.study.name, verdicts, sides, places, note=why)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -158,6 +159,17 @@ def quiet_loggers() -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
     for category in (DeprecationWarning, FutureWarning, PendingDeprecationWarning):
         warnings.filterwarnings("ignore", category=category)
+    sys.unraisablehook = exit_in_finalizer_hook
+
+
+def exit_in_finalizer_hook(unraisable: Any) -> None:
+    """``sys.unraisablehook``: an exit raised inside a finalizer (a Ray worker told to exit while a ``WeakSet``
+    callback runs: "Exception ignored in: <function WeakSet...> SystemExit: 1", which Ray forwards to the
+    driver's console) goes to the log at DEBUG; anything else is printed as Python prints it."""
+    if isinstance(unraisable.exc_value, (SystemExit, KeyboardInterrupt)):
+        logging.getLogger(__name__).debug("exit inside a finalizer ignored: %r", unraisable.object)
+        return
+    sys.__unraisablehook__(unraisable)
 
 
 def worker_setup() -> dict[str, Any] | None:

@@ -10,6 +10,10 @@ the same class. The rule, at a rung:
   epoch is a different amount of primary training in every config, so a diluted cell meets cells as diluted
   as it, not a fast one's yardstick. At a screen point without strata, the trials are ranked within schema
   families (a fraction of an epoch in, the families' starts differ more than their configs).
+- **Ties go on together.** Trials that score the same as the last of a group's top go on with it: a rung that
+  cannot tell trials apart does not choose among them by their order. On real training this is the common case
+  early: at the `full` preset every cell still scored the dev majority rate a quarter into epoch 1
+  (``benchmarks/results/real_curves_full_partial_h200.jsonl``), so a screen there cuts nothing.
 - **Always on:** the baseline and each side's leader (the final comparison needs both); at whole-epoch rungs
   below the last (and the first), each family's leader (``trainables.fidelity.family_leaders_kept``).
 - **A hedge**, as Hyperband's brackets: the ``hedged`` trials go on past every rung below the last whatever
@@ -22,6 +26,7 @@ the same class. The rule, at a rung:
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Collection, Mapping
@@ -29,7 +34,9 @@ from dataclasses import dataclass, field
 
 from trainables.fidelity import family_leaders_kept, stratum_of
 
+logger = logging.getLogger(__name__)
 FLOOR_SLACK = 1e-9  # a score equal to the majority rate is at the floor
+TIE_SLACK = 1e-9  # two scores this close are a tie (the same count of right rows, summed in another order)
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,8 @@ class CohortRule:
         ranked = sorted(ids, key=lambda t: cohort.values[t], reverse=True)
         keep: set[str] = set()
         for group in self.groups(rung, ranked, cohort):
-            keep |= set(group[: math.ceil(len(group) / self.factor)])
+            cut = cohort.values[group[math.ceil(len(group) / self.factor) - 1]]
+            keep |= {t for t in group if cohort.values[t] >= cut - TIE_SLACK}
         keep |= {t for t in ids if t in cohort.baselines}
         for side in {cohort.sides.get(t) for t in ids} - {None}:
             keep.add(next(t for t in ranked if cohort.sides.get(t) == side))
@@ -84,7 +92,9 @@ class CohortRule:
 
     def groups(self, rung: float, ranked: list[str], cohort: Cohort) -> list[list[str]]:
         """The groups ranked apart, each in rank order: exposure strata, else families at the screen, else one."""
-        if self.strata > 1 and all(t in cohort.passes for t in ranked):
+        if self.strata > 1 and not all(t in cohort.passes for t in ranked):
+            warn_unstratified(self.strata)
+        elif self.strata > 1:
             by_passes = sorted(ranked, key=lambda t: (cohort.passes[t], t))
             stratum = {t: stratum_of(i, len(by_passes), self.strata) for i, t in enumerate(by_passes)}
             return [[t for t in ranked if stratum[t] == s] for s in sorted(set(stratum.values()))]
@@ -109,6 +119,21 @@ class CohortRule:
         if self.floor is None or rung == self.screen:
             return set()
         return {t for t, v in values.items() if v <= self.floor + FLOOR_SLACK}
+
+
+_warned: set[int] = set()
+
+
+def warn_unstratified(strata: int) -> None:
+    """Once a process: a rung ranked as one group though the strategy asked for strata (a simulated truth with
+    neither ``[sizes]`` nor a readable data root reports no passes; real trials always report them)."""
+    if strata not in _warned:
+        _warned.add(strata)
+        logger.warning(
+            "%d exposure strata asked for, but not every trial reported its passes over the primary (a simulated "
+            "truth needs [sizes] or a readable data root, MTL_DATA_DIR): its rungs are ranked as one group",
+            strata,
+        )
 
 
 def hedged_positions(cohort: int, hedge: int, seed: int) -> frozenset[int]:

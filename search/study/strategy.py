@@ -75,13 +75,12 @@ STRATEGIES: dict[str, SearchStrategy] = {
         SearchStrategy("family", rungs="family"),  # univariate TPE + ASHA within each schema family
         SearchStrategy("cells", first="cells", sampler="tpe-mv"),  # screen every cell, then multivariate TPE
         SearchStrategy("cells-family", first="cells", sampler="tpe-mv", rungs="family"),  # and stratified rungs
-        # every cell, compared within its schema family at a screen point inside the first epoch (a quarter in, or the
-        # end of the lr warm-up where later: search.study.config.screen_of), then a quarter kept at every epoch
-        # (each family's leader too but at the last), one seed until the last rung and both of K = 2 for the
-        # finalists past it, the baseline on one; without --trials the study is its cells
-        # (docs/search-strategies.md: the measured default of issue 28, at 29% of the thesis grid's compute)
-        # with each rung ranked within 3 strata of equal exposure of the primary and 6 cells, drawn before any
-        # result, let past every rung below the last: the rule of issue 39 picked it (docs/search-strategies.md:
+        # every cell, ranked at a screen point inside the first epoch (a quarter in, or the end of the lr warm-up
+        # where later: search.study.config.screen_of) and at every epoch, the top quarter of each of 3 strata of
+        # equal exposure of the primary going on (schema families at the screen only with strata 1), each family's
+        # leader too at every epoch rung but the last, and 6 cells, drawn before any result, let past every rung
+        # below the last; one seed until the last rung and both of K = 2 for the finalists past it, the baseline on
+        # one; without --trials the study is its cells. The rule of issue 39 picked it (docs/search-strategies.md:
         # no candidate was within 0.03 of the grid on every truth and the real-curve table; this one came closest)
         replace(
             HALVING_EPOCHS,

@@ -28,13 +28,22 @@ def training_experiment(c, name: str, artifact_root: str | None = None) -> str:
     return experiment
 
 
+FINAL_VIEW_SUFFIX = "-final"  # the final runs' view key: the invocation's name and this
+
+
 def trial_view_url(experiment: str, name: str) -> str:
     """The UI address (after ``http://HOST:PORT/``) of an invocation's trials, best first."""
     return f"#/experiments/{experiment}/runs?workflowType=machine_learning&viewStateShareKey={name}"
 
 
+def final_view_url(experiment: str, name: str) -> str:
+    """The UI address of an invocation's final runs (finalize's fresh seeds), by contender."""
+    return trial_view_url(experiment, name + FINAL_VIEW_SUFFIX)
+
+
 def share_trial_view(c, experiment: str, name: str, parent_run_id: str, mode: str) -> None:
-    """This invocation's trials sorted by the objective, with the columns that tell them apart."""
+    """This invocation's trials sorted by the objective, with the columns that tell them apart; and a second
+    view of its final runs (empty until finalize trains them)."""
     columns = {  # column -> width in pixels (the UI's default cuts run names at ~14 characters)
         "attributes.`Run Name`": 240,
         "metrics.`objective`": 100,
@@ -59,3 +68,16 @@ def share_trial_view(c, experiment: str, name: str, parent_run_id: str, mode: st
         "runsExpanded": {parent_run_id: True},
     }
     c.set_experiment_tag(experiment, SHARED_VIEW_PREFIX + name, json.dumps(view))
+    # the final runs apart: they score test and fresh seeds, so a rank among the trials would mislead; by name,
+    # "final multitask ...", "final opponent ...", each with the seeds it trained
+    final_columns = {k: w for k, w in columns.items() if k != "tags.`epochs_trained`"}
+    final_columns["attributes.`Run Name`"] = 360
+    final = view | {
+        "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}' and tags.kind = 'final'",
+        "orderByKey": "attributes.run_name",
+        "orderByAsc": True,
+        "selectedColumns": [k for k in final_columns if not k.startswith("attributes.")],
+        "columnOrder": list(final_columns),
+        "columnWidths": final_columns,
+    }
+    c.set_experiment_tag(experiment, SHARED_VIEW_PREFIX + name + FINAL_VIEW_SUFFIX, json.dumps(final))

@@ -21,7 +21,8 @@ from faults import (
 
 from search.tracking.spool import unsent
 
-pytestmark = [pytest.mark.slow, pytest.mark.reliability]
+# extended: 90-140 s on 2 cores, CI's largest; the spool and the grace are held in CI by test_spool.py
+pytestmark = [pytest.mark.slow, pytest.mark.reliability, pytest.mark.extended]
 EPOCHS = 16  # one trial, 1.5-3 s an epoch: the long outage stops it early, the resume trains the rest
 GRACE = 5  # seconds of the first invocation's --tracking-grace
 

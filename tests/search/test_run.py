@@ -380,7 +380,7 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         assert row.n == 3 and row.method.startswith("paired t") and row.diff_low <= row.diff_mean <= row.diff_high
         report = (folder / "report.md").read_text()
         assert "## Final test evaluation: 3 fresh seeds (2,3,4)" in report and "Majority" in report
-        assert "Δ winner − other [interval]" in r.stdout or "Δ winner − other [interval]" in report
+        assert "Δ multitask − other [interval, level]" in report
         closing = r.stdout[r.stdout.index("== absa: the answer ==") :]  # the summary block ends the output
         assert "multitask vs single-task on test acc_4way" in closing and "models:/absa-best/1" in closing
 

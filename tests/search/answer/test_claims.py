@@ -149,7 +149,7 @@ def test_one_comparison_where_the_best_single_task_config_is_the_winners_ablatio
     assert result.coincide and "claim (b) is claim (a), one comparison trained once" in text
     assert text.count("**Verdict (") == 1 and "equal tuning" not in text
     assert result.verdicts().startswith(f"(a, b) against the {UNTUNED}, test acc_4way")
-    assert "One comparison (the best single-task config is the winner's own ablation)" in result.verdicts()
+    assert "One comparison (the best single-task config is the multitask trial's own ablation)" in result.verdicts()
     assert list(final_frame(result).source.head(1)) == ["final (a, b) tuned"]
 
 
@@ -183,4 +183,4 @@ def test_the_answer_says_what_the_studys_failed_runs_let_it_rule_out():
     text = FinalResult(
         "absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (failed,), search_seeds=[1, 2, 3]
     ).markdown()
-    assert "4 of the study's 100 seed runs failed; the winner config failed on 0 of its own 8" in text
+    assert "4 of the study's 100 seed runs failed; the multitask config failed on 0 of its own 8" in text

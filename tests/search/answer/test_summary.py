@@ -53,3 +53,8 @@ def test_a_tracking_server_is_linked_and_its_password_masked():
     assert rows["MLflow"] == "open http://u:***@host:5000/"
     assert rows["trials"].startswith("http://u:***@host:5000/#/experiments/7/runs")
     assert "s3cret" not in rows["Optuna"]
+    assert "final" not in rows  # nothing finalized: no view of final runs
+    finalized = Places("sqlite:///m.db", "sqlite:///o.db", "r", "/t", None, "7", "r", finalized=True)
+    assert dict(where(finalized))["final"].endswith(
+        "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=r-final"
+    )

@@ -73,3 +73,23 @@ def test_a_ray_trial_traceback_reaches_the_log_file_not_the_console(tmp_path):
     text = open(log).read()
     assert "Traceback" not in r.stderr and "Traceback" in text and "ValueError: boom in the trainable" in text
     assert "python_model" not in r.stderr and "python_model" in text  # MLflow's own handler filtered too
+
+
+def test_an_exit_inside_a_finalizer_stays_off_the_console_and_other_unraisables_do_not():
+    """A worker told to exit while a WeakSet callback runs printed "Exception ignored in ... SystemExit: 1",
+    which Ray forwards to the driver's console; the hook every worker gets keeps that one out."""
+    script = (
+        "import gc, sys\n"
+        "from search.infra.quiet import quiet_loggers\n"
+        "quiet_loggers()\n"
+        "class Exits:\n"
+        "    def __del__(self):\n"
+        "        raise SystemExit(1)\n"
+        "class Fails:\n"
+        "    def __del__(self):\n"
+        "        raise ValueError('a real bug')\n"
+        "Exits(); Fails(); gc.collect()\n"
+    )
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "SystemExit" not in r.stderr and "ValueError: a real bug" in r.stderr, r.stderr

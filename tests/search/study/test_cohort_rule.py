@@ -68,11 +68,14 @@ def test_with_strata_a_rung_is_ranked_within_groups_of_equal_exposure():
     assert CohortRule(3, 0.25, 1, 4, strata=3).promote(0.25, mixed) == {"p2", "p4", "p6"}
 
 
-def test_strata_without_every_trials_passes_fall_back_to_one_ranking():
+def test_strata_without_every_trials_passes_fall_back_to_one_ranking_and_say_so(caplog, monkeypatch):
+    monkeypatch.setattr("search.study.cohort_rule._warned", set())
     strata = CohortRule(3, None, 1, 4, strata=3)
     missing = {t: p for t, p in PASSES.items() if t != "p1"}
     assert strata.promote(3.0, exposed(missing)) == {"p5", "p6"}
     assert strata.promote(3.0, exposed({})) == {"p5", "p6"}
+    warned = [r.getMessage() for r in caplog.records if "exposure strata asked for" in r.getMessage()]
+    assert len(warned) == 1 and "ranked as one group" in warned[0]  # once a process, not once a rung
 
 
 def test_hedged_trials_go_on_past_every_rung_below_the_last_and_meet_the_rest_there():
@@ -129,3 +132,15 @@ def test_every_position_is_about_equally_likely_to_be_hedged():
 def test_a_cohort_of_the_baseline_alone_keeps_it(rung):
     alone = Cohort({"base": 0.1}, {"base": SINGLE}, {"base": SINGLE}, baselines=("base",))
     assert RULE.promote(rung, alone) == {"base"}
+
+
+def test_trials_tied_with_the_last_of_the_top_go_on_with_it():
+    # a screen where every cell still scores the majority rate (as at the full preset): nothing to cut on
+    flat = Cohort(dict.fromkeys(SCORES, 0.583), dict.fromkeys(SCORES, "prop"), dict.fromkeys(SCORES))
+    assert CohortRule(3, 0.25, 1, 4).promote(0.25, flat) == set(SCORES)
+    # ceil(6 / 3) = 2: p6 and p5 are the top, p4 ties p5 and goes on, p3 below does not
+    tied = Cohort(SCORES | {"p4": 0.85}, dict.fromkeys(SCORES, "prop"), dict.fromkeys(SCORES))
+    assert CohortRule(3, None, 1, 4).promote(3.0, tied) == {"p4", "p5", "p6"}
+    # within a stratum too: p1 and p2 tie, both go on
+    both = Cohort(SCORES | {"p1": 0.72}, dict.fromkeys(SCORES, "prop"), dict.fromkeys(SCORES), passes=PASSES)
+    assert CohortRule(3, None, 1, 4, strata=3).promote(3.0, both) == {"p1", "p2", "p4", "p6"}

@@ -19,7 +19,7 @@ from search.tracking.records import CONFIG_ARTIFACT, TrialParams
 from search.tracking.runs import find_parent, start_parent_run, trial_table
 from search.tracking.tracker import MLflowTracker
 from search.tracking.trial_record import TrialRecord
-from search.tracking.view import EXPERIMENT_KIND, SHARED_VIEW_PREFIX
+from search.tracking.view import EXPERIMENT_KIND, FINAL_VIEW_SUFFIX, SHARED_VIEW_PREFIX
 from spaces import canonical, run_name
 from trainables.config import ConfigError, SamplingConfig, TrainConfig
 from trainables.tune import aggregate, seed_values_kept
@@ -114,6 +114,10 @@ def test_trial_run_layout(study):
     )
     viewed = client.search_runs([experiment.experiment_id], view["searchFilter"])
     assert {r.info.run_name for r in viewed} == set(runs)
+    # ... which have a view of their own, by name (the search's filter and order must be ones MLflow runs)
+    final = json.loads(experiment.tags[SHARED_VIEW_PREFIX + "absa-smoke-1" + FINAL_VIEW_SUFFIX])
+    viewed = client.search_runs([experiment.experiment_id], final["searchFilter"], order_by=[final["orderByKey"]])
+    assert [r.info.run_name for r in viewed] == ["final winner t03 seeds 3"]
     baseline, multi = runs["t00 baseline"], runs["t03 sst2+pos power(a=1.3)"]
     assert baseline.data.params == {
         "schema": "single",
