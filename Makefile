@@ -55,6 +55,7 @@ serve: $(VENV)/.installed  ## MODEL over REST on 127.0.0.1:PORT (POST /invocatio
 $(VENV)/bin/optuna-dashboard: $(VENV)/.installed
 	$(VENV)/bin/pip install -q optuna-dashboard
 
-STORAGE ?= sqlite:///optuna.db
-dashboard: $(VENV)/bin/optuna-dashboard  ## the Optuna dashboard of STORAGE (the "Optuna" line a study prints; default optuna.db) on 127.0.0.1:8080
+# the last study's Optuna store (search.infra.last_study), else ./optuna.db
+STORAGE ?= $(shell $(PY) -m search.infra.last_study optuna 2>/dev/null || echo sqlite:///optuna.db)
+dashboard: $(VENV)/bin/optuna-dashboard  ## the Optuna dashboard of STORAGE (default: the last study's, the "Optuna" line it printed) on 127.0.0.1:8080
 	$(VENV)/bin/optuna-dashboard '$(STORAGE)' --host 127.0.0.1 --port 8080

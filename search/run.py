@@ -108,9 +108,10 @@ def search_help() -> str:
     return (
         f"strategy (docs/search-strategies.md). default: {SCREEN} (every auxiliary set x schema cell of the "
         "thesis grid, ranked once its first epoch's warm-up is over and at every epoch, where the top "
-        f"1/{own.reduction_factor} of each of {own.strata} strata of equal exposure to the primary goes on ({own.hedge} "
-        "cells drawn at random go on past every rung but the last), one seed until the last rung; without --trials the study is its cells) where the trials hold every cell, else tpe; "
-        "also the grid, random, ASHA variants (default: %(default)s)"
+        f"1/{own.reduction_factor} of each of {own.strata} strata of equal exposure to the primary goes on "
+        f"({own.hedge} cells drawn at random go on past every rung but the last), one seed until the last rung; "
+        "without --trials the study is its cells) where the trials hold every cell, else tpe; also the grid, "
+        "random, ASHA variants (default: %(default)s)"
     )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import optuna
 from ray import tune
 
-from search.infra import disk
+from search.infra import disk, last_study
 from search.infra.storage import check_storage
 from search.study.config import SearchConfig, continuing
 from search.study.ending import StudyEnd, tracking_unavailable
@@ -81,6 +81,8 @@ def recorded(cfg: SearchConfig, stores: Stores) -> Started:
 
 def run_study(cfg: SearchConfig, kinds: Kinds, end: StudyEnd) -> StudyOutcome:
     study_plan = planned(cfg, kinds)
+    stores = study_plan.stores
+    last_study.record(cfg.study, study_plan.name, stores.tracking_uri, stores.optuna_storage)
     launch = restored_tuner(study_plan, end) if study_plan.resuming else new_tuner(study_plan, end)
     end.watch_signals()
     launch.tuner.fit()
