@@ -62,17 +62,34 @@ class ContenderKeepingASHA(ASHAScheduler):
     and a resumed study takes it back (:mod:`search.study.tune_compat`: Ray saves no scheduler).
 
     ``schedule``: the study's seed schedule, or None (every trial trains every seed: ASHA as
-    before). A scheduler pickled before it existed has none in its ``__dict__``: read with a default.
+    before). A scheduler pickled before a field existed takes :data:`SAVED_DEFAULTS` for it.
     """
+
+    # what a scheduler pickled before a field existed takes back for it (Tune's tuner.pkl holds the scheduler as
+    # the study created it): the neutral value, the rule it decided with
+    SAVED_DEFAULTS: dict[str, Any] = {"schedule": None, "leaders": {}}
 
     def __init__(self, *args: Any, schedule: SeedSchedule | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.schedule = schedule
+        self.leaders: dict[tuple[float, str], float] = {}  # (epoch, side) -> best score so far (maximising sign)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({**copy.deepcopy(self.SAVED_DEFAULTS), **state})
 
     def on_trial_add(self, tune_controller, trial) -> None:
         if adopt_saved_state(self, tune_controller):
             self.state_taken_back()
         super().on_trial_add(tune_controller, trial)
+
+    def saved_state(self) -> dict[str, Any]:
+        """What the limiter saves with the experiment (:mod:`search.study.tune_compat`): ASHA's fields as they
+        are (Ray has no public state for them)."""
+        return copy.deepcopy(self.__dict__)
+
+    def take_back(self, saved: dict[str, Any]) -> None:
+        """A resumed study's saved state (:meth:`saved_state`)."""
+        self.__dict__.update(saved)
 
     def state_taken_back(self) -> None:
         """A resumed study's scheduler has just taken back what it had decided before the interrupt; Tune
@@ -81,7 +98,7 @@ class ContenderKeepingASHA(ASHAScheduler):
     def paired(self, trial, result: dict) -> dict:
         """``result`` with the objective over the seeds the schedule has at its epoch, where it holds
         more (the baseline's); unchanged otherwise. A copy: the tracker logs the result as reported."""
-        schedule = self.__dict__.get("schedule")
+        schedule = self.schedule
         if schedule is None or self._time_attr not in result or self._metric not in result:
             return result
         seeds = list(TrialConfig.of_tune(trial.config).seeds)
@@ -109,7 +126,7 @@ class ContenderKeepingASHA(ASHAScheduler):
 
     def record(self, epoch: float, side: str | None, score: float) -> bool:
         """Record a result; whether it leads its side at this epoch so far (ties lead)."""
-        leaders = self.__dict__.setdefault("leaders", {})  # absent in a scheduler pickled before it existed
+        leaders = self.leaders
         if side is None or score != score:  # unknown side, or NaN
             return False
         best = leaders.get((epoch, side))

@@ -44,7 +44,7 @@ class SchedulerSavingLimiter(ConcurrencyLimiter):
         state = copy.deepcopy(state)
         scheduler = self.__dict__.get("scheduler")  # absent in a limiter pickled before it saved schedulers
         if scheduler is not None:
-            state[SCHEDULER_STATE] = copy.deepcopy(scheduler.__dict__)
+            state[SCHEDULER_STATE] = scheduler.saved_state()
         return state
 
     def set_state(self, state: dict) -> None:
@@ -95,7 +95,7 @@ def adopt_saved_state(scheduler: Any, tune_controller: Any) -> bool:
         return False  # a study saved before the limiter saved schedulers, or a test's controller
     saved = limiter.take_scheduler_state()
     if saved is not None:
-        scheduler.__dict__.update(saved)
+        scheduler.take_back(saved)
     limiter.scheduler = scheduler
     return saved is not None
 

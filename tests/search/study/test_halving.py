@@ -2,6 +2,7 @@
 epoch rung but the last; stopped trials are pruned and nothing waits forever
 (tests/search/simulation/test_halving_against_ray.py: the Ray path takes the same decisions)."""
 
+import copy
 import pickle
 from types import SimpleNamespace
 
@@ -130,7 +131,7 @@ def test_a_cohort_trial_that_fails_releases_the_rung():
     s.on_trial_error(controller, trials[2])  # the last one the rung waited for
     assert controller.stopped == []  # base (baseline), a (top), c (anneal's leader): all go on
     assert s.choose_trial_to_run(controller) is not None
-    assert {t.trial_id for t in trials if t.status == "PAUSED"} == s.resume
+    assert {t.trial_id for t in trials if t.status == "PAUSED"} == s.state.resume
 
 
 def test_a_loser_paused_at_the_rung_is_stopped_when_the_last_cell_arrives():
@@ -141,7 +142,7 @@ def test_a_loser_paused_at_the_rung_is_stopped_when_the_last_cell_arrives():
     actions = [report(s, controller, t, 1, v) for t, v in zip(trials, (0.80, 0.70, 0.71, 0.72, 0.73, 0.90))]
     assert actions[:-1] == ["PAUSE"] * 5 and actions[-1] == "CONTINUE"  # p4 (0.90): the top third and leader
     assert sorted(controller.stopped) == ["p0", "p1", "p2", "p3"]
-    assert s.resume == {"base"}  # the baseline goes on whatever it scored
+    assert s.state.resume == {"base"}  # the baseline goes on whatever it scored
 
 
 def test_a_rung_waits_for_the_cohort_trials_not_started_yet_and_paused_ones_free_their_slot():
@@ -155,7 +156,7 @@ def test_a_rung_waits_for_the_cohort_trials_not_started_yet_and_paused_ones_free
     controller.trials.append(trials[1])
     s.on_trial_add(controller, trials[1])
     assert report(s, controller, trials[1], 1, 0.85) == "CONTINUE"
-    assert s.resume == {"base"} and limiter.paused == set()
+    assert s.state.resume == {"base"} and limiter.paused == set()
 
 
 @pytest.mark.parametrize("screen", [0.0, None])  # none; the strategy's screen point
@@ -199,8 +200,8 @@ def test_a_cohort_trial_reporting_again_at_a_decided_rung_gets_that_decision():
         s.on_trial_add(controller, t)
     for t, value in zip(trials, (0.80, 0.85, 0.70, 0.71)):
         report(s, controller, t, 1, value)
-    assert s.going_on[1] == {"base", "a"} and "b" in s.ended
-    assert report(s, controller, trials[1], 1, 0.85) == "CONTINUE" and "a" not in s.waiting
+    assert s.state.going_on[1] == {"base", "a"} and "b" in s.state.ended
+    assert report(s, controller, trials[1], 1, 0.85) == "CONTINUE" and "a" not in s.state.waiting
     assert report(s, controller, trials[2], 1, 0.70) == "STOP"
 
 
@@ -214,7 +215,7 @@ def test_a_cohort_trial_retried_after_a_failure_is_live_again_in_a_new_and_in_a_
         for t in trials:
             s.on_trial_add(controller, t)
         actions = [report(s, controller, t, 1, value) for t, value in zip(trials, (0.80, 0.85, 0.70))]
-        assert actions == ["PAUSE", "PAUSE", "STOP"] and s.going_on[1] == {"base", "a"}
+        assert actions == ["PAUSE", "PAUSE", "STOP"] and s.state.going_on[1] == {"base", "a"}
         if resumed:  # the saved state taken back, the restored trials added, Tune's first step
             s.state_taken_back()
             s.choose_trial_to_run(controller)
@@ -223,10 +224,10 @@ def test_a_cohort_trial_retried_after_a_failure_is_live_again_in_a_new_and_in_a_
             s.on_trial_error(controller, t)
             t.status = "PENDING"  # _requeue_trial files it before on_trial_add
             s.on_trial_add(controller, t)
-            assert t.status == "PENDING" and t.trial_id not in s.ended
+            assert t.status == "PENDING" and t.trial_id not in s.state.ended
         assert report(s, controller, trials[0], 2, 0.81) == "PAUSE"  # waits for a at rung 2: not stopped
         assert report(s, controller, trials[1], 2, 0.86) == "CONTINUE"
-        assert s.going_on[2] == {"base", "a"} and "b" in s.ended and controller.stopped == []
+        assert s.state.going_on[2] == {"base", "a"} and "b" in s.state.ended and controller.stopped == []
 
 
 def test_a_study_saved_before_its_scheduler_state_rebuilds_its_rungs_from_the_trials_tune_restored():
@@ -242,8 +243,8 @@ def test_a_study_saved_before_its_scheduler_state_rebuilds_its_rungs_from_the_tr
     controller, s = Controller(trials), scheduler(4)
     for t in trials:
         s.on_trial_add(controller, t)
-    assert s.going_on[1] == {"base", "a", "c"} and "b" in s.ended  # rung 1 was decided before the interrupt
-    assert s.going_on[2] == {"base", "a", "c"}  # rung 2 again, at once: a on top, base, anneal's leader
+    assert s.state.going_on[1] == {"base", "a", "c"} and "b" in s.state.ended  # rung 1 was decided before the interrupt
+    assert s.state.going_on[2] == {"base", "a", "c"}  # rung 2 again, at once: a on top, base, anneal's leader
     assert s.choose_trial_to_run(controller).trial_id in {"base", "a", "c"} and controller.stopped == []
 
 
@@ -256,9 +257,9 @@ def test_each_familys_leader_goes_on_at_every_epoch_rung_but_the_last():
         s.on_trial_add(controller, t)
     ids = [t.trial_id for t in trials]
     for rung in (1.0, 2.0, 3.0):
-        s.records[rung] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
-    assert s.promoted(1.0, ids) == s.promoted(2.0, ids) == {"base", "a", "b", "slow"}
-    assert s.promoted(3.0, ids) == {"base", "a", "b"}
+        s.state.records[rung] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
+    assert s.rungs_of().promoted(1.0, ids) == s.rungs_of().promoted(2.0, ids) == {"base", "a", "b", "slow"}
+    assert s.rungs_of().promoted(3.0, ids) == {"base", "a", "b"}
 
 
 def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume_without_a_saved_state():
@@ -270,7 +271,9 @@ def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume_wit
     controller, s = Controller(trials), scheduler(3)
     for t in trials:
         s.on_trial_add(controller, t)
-    assert "a" in s.going_on[2] and s.resume == {"a"} and not s.waiting  # not left waiting for a decided rung
+    assert (
+        "a" in s.state.going_on[2] and s.state.resume == {"a"} and not s.state.waiting
+    )  # not left waiting for a decided rung
 
 
 def test_the_screen_compares_every_cell_inside_the_first_epoch_within_its_family():
@@ -334,13 +337,13 @@ def halving(trials: list, max_t: int = 4, **kw) -> tuple[Controller, CohortHalvi
 def rung(s, controller, trials, epoch, values, passes=None) -> set[str]:
     """Every live trial of ``trials`` reports ``values`` (and its ``passes``) at ``epoch``: who went on."""
     for t in trials:
-        if t.trial_id in s.alive_at(epoch):
+        if t.trial_id in s.rungs_of().alive_at(epoch):
             result = {"training_iteration": epoch, METRIC: values[t.trial_id]}
             if passes is not None:
                 result[PRIMARY_PASSES] = passes[t.trial_id]
             action = s.on_trial_result(controller, t, result)
             t.status = {"PAUSE": "PAUSED", "STOP": "TERMINATED"}.get(action, "RUNNING")
-    return s.going_on[epoch]
+    return s.state.going_on[epoch]
 
 
 def test_the_passes_a_result_carries_are_recorded_per_rung_and_rank_within_strata():
@@ -356,7 +359,7 @@ def test_the_passes_a_result_carries_are_recorded_per_rung_and_rank_within_strat
     controller, s = halving(trials, max_t=2, strata=3)  # one rung, at epoch 1
     # p1 p2 p3 | p4 p5 | p6 base (7 / 3 per stratum, by passes): each stratum's top, and the baseline
     assert rung(s, controller, trials, 1.0, values, passes) == {"p3", "p5", "p6", "base"}
-    assert s.exposure == {1.0: passes}
+    assert s.state.exposure == {1.0: passes}
     assert sorted(controller.stopped) == ["p1", "p2", "p4"]
     trials = cohort()
     controller, s = halving(trials, max_t=2)
@@ -364,7 +367,7 @@ def test_the_passes_a_result_carries_are_recorded_per_rung_and_rank_within_strat
     trials = cohort()
     controller, s = halving(trials, max_t=2, strata=3)
     assert rung(s, controller, trials, 1.0, values) == {"p4", "p5", "p6", "base"}  # no passes reported: one too
-    assert s.exposure == {}
+    assert s.state.exposure == {}
 
 
 def test_a_hedged_cohort_member_goes_on_past_every_rung_but_the_last_whatever_it_scores():
@@ -376,7 +379,7 @@ def test_a_hedged_cohort_member_goes_on_past_every_rung_but_the_last_whatever_it
         names.insert(position, "h")  # the hedged position holds the worst cell of its family
         trials = [Trial(n, baseline=n == "base") for n in names]
         controller, s = halving(trials, hedge=1, hedge_seed=seed)
-        assert s.hedged_at == {position} and s.members[position] == "h"
+        assert s.hedged_at == {position} and s.state.members[position] == "h"
         assert "h" in rung(s, controller, trials, 1.0, values)
         assert "h" in rung(s, controller, trials, 2.0, values)
         assert "h" not in rung(s, controller, trials, 3.0, values)  # the last rung: the top alone
@@ -391,13 +394,13 @@ def test_a_failed_start_at_the_floor_goes_on_once_and_is_remembered():
     controller, s = halving(trials, floor=0.58)  # the majority rate of the objective
     first = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "failed": 0.58}
     assert rung(s, controller, trials, 1.0, first) == {"base", "a", "b", "failed"}
-    assert s.failed == {"failed"}
+    assert s.state.failed == {"failed"}
     second = {**first, "failed": 0.57}  # still at the floor: judged as any other now
     assert rung(s, controller, trials, 2.0, second) == {"base", "a", "b"}
-    assert trials[-1].status == "TERMINATED" and "failed" in s.ended and s.failed == {"failed"}
+    assert trials[-1].status == "TERMINATED" and "failed" in s.state.ended and s.state.failed == {"failed"}
     trials = [Trial(t.trial_id, baseline=t.trial_id == "base") for t in trials]
     controller, s = halving(trials)  # no floor (a metric without a majority rate): no pass
-    assert rung(s, controller, trials, 1.0, first) == {"base", "a", "b"} and s.failed == set()
+    assert rung(s, controller, trials, 1.0, first) == {"base", "a", "b"} and s.state.failed == set()
     low = CohortHalving(metric=METRIC, mode="min", max_t=4, floor=0.58)
     assert low.rule().floor == -0.58  # the rule's values are in the maximising sign
 
@@ -407,16 +410,26 @@ def test_a_scheduler_pickled_before_strata_hedge_and_floor_decides_as_it_did():
     before screens) takes the neutral ones back, and its rungs decide as they did then."""
     trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c"), Trial("slow", schema="anneal")]
     _, s = halving(trials, strata=3, hedge=2, hedge_seed=1, floor=0.9)
-    for name in ("strata", "hedged_at", "floor", "exposure", "failed", "screen"):
-        del s.__dict__[name]
-    old = pickle.loads(pickle.dumps(s))
-    assert (old.strata, old.hedged_at, old.floor, old.exposure, old.failed) == (1, frozenset(), None, {}, set())
+    # the scheduler's __dict__ as it was pickled then: the cohort's fields at the top, no version, none of these
+    legacy = {k: v for k, v in s.__dict__.items() if k not in ("state", "strata", "hedged_at", "floor", "screen")}
+    legacy |= {k: v for k, v in vars(s.state).items() if k not in ("exposure", "failed")}
+    old = CohortHalving.__new__(CohortHalving)
+    old.__setstate__(copy.deepcopy(legacy))
+    assert (old.strata, old.hedged_at, old.floor, old.state.exposure, old.state.failed) == (
+        1,
+        frozenset(),
+        None,
+        {},
+        set(),
+    )
+    assert old.state.members == s.state.members and old.state.families == s.state.families
     ids = [t.trial_id for t in trials]
     for epoch in (1.0, 2.0, 3.0):
-        old.records[epoch] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
+        old.state.records[epoch] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
     assert old.rungs == (1.0, 2.0, 3.0)
-    assert old.promoted(1.0, ids) == old.promoted(2.0, ids) == {"base", "a", "b", "slow"}
-    assert old.promoted(3.0, ids) == {"base", "a", "b"} and old.failed == set()
+    rungs = old.rungs_of()
+    assert rungs.promoted(1.0, ids) == rungs.promoted(2.0, ids) == {"base", "a", "b", "slow"}
+    assert rungs.promoted(3.0, ids) == {"base", "a", "b"} and old.state.failed == set()
     assert old.keeps_leaders(2.0) and not old.keeps_leaders(3.0)
     new = pickle.loads(pickle.dumps(halving(trials, strata=3, hedge=2, hedge_seed=1, floor=0.9)[1]))
     assert (new.strata, len(new.hedged_at), new.floor) == (3, 2, 0.9)  # a new one keeps its own
