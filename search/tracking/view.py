@@ -74,7 +74,7 @@ def share_trial_view(c, experiment: str, name: str, parent_run_id: str, mode: st
     final_columns["attributes.`Run Name`"] = 360
     final = view | {
         "searchFilter": f"tags.`mlflow.parentRunId` = '{parent_run_id}' and tags.kind = 'final'",
-        "orderByKey": "attributes.run_name",
+        "orderByKey": "tags.`mlflow.runName`",
         "orderByAsc": True,
         "selectedColumns": [k for k in final_columns if not k.startswith("attributes.")],
         "columnOrder": list(final_columns),
