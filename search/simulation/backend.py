@@ -83,6 +83,10 @@ class Backend:
     seconds_per_epoch: float = 60.0
     seed_count: SeedCount = all_seeds
     interrupt_after: int | None = None  # results handled before a Ctrl-C and a --resume
+    # results between the state the limiter saved last and the interrupt: a hard kill between Tune's write of the
+    # trials and its write of the searcher's state (``TuneController.save_to_dir``, in that order) resumes the
+    # trials as they were and the scheduler as it was this many results before
+    state_lag: int = 0
     param_space: dict = field(default_factory=dict)  # what every trial's config holds beside the suggestion
     clock: float = 0.0
     spent: float = 0.0  # seed-epochs reported so far
@@ -111,6 +115,8 @@ class Backend:
             self.clock = time
             self.report(self._by_id[trial_id], epoch, seeds, cost)
             results += 1
+            if self.interrupt_after is not None and results == self.interrupt_after - self.state_lag:
+                self._saved = self._limiter.get_state()
             if results == self.interrupt_after:
                 self.resume()
             self.fill()
@@ -121,7 +127,8 @@ class Backend:
         its last result's checkpoint); the limiter comes back from the state it saved (``get_state``, the
         scheduler's inside), the scheduler as tuner.pkl holds it (as created), the searcher as it was; every
         unfinished trial is added again PENDING, the latest result first (``_requeue_restored_trials``)."""
-        saved = self._limiter.get_state()
+        saved = self.__dict__.pop("_saved", None) if self.state_lag else None
+        saved = saved if saved is not None else self._limiter.get_state()
         self._queue.clear()
         for trial in self._all:
             trial.trained = dict(trial.checkpoint)
@@ -201,6 +208,7 @@ class Backend:
         else:
             self._limiter.on_trial_result(trial.trial_id, result)
         trial.last_result, trial.epoch = result, epoch_value(epoch)  # 3, not 3.0; 0.25 at a screen point
+        trial.keep_recent(result)
         trial.checkpoint, trial.reported_at = dict(trial.trained), self.clock
         if decision == TrialScheduler.STOP or epoch >= self.max_epochs:
             self.end(trial)

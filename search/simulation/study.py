@@ -76,12 +76,15 @@ def simulate(
     seed_count: SeedCount | None = None,
     multivariate: bool = False,
     interrupt_after: int | None = None,
+    state_lag: int = 0,
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
     scheduler from the plan (another scheduler class plugs in here); ``seed_count``: how many of a
     trial's seeds report each epoch (:mod:`search.simulation.backend`); None: the study's own (every
-    seed, or its seed schedule with ``--first-rung-seeds``); ``multivariate``: see :func:`searcher_for`."""
+    seed, or its seed schedule with ``--first-rung-seeds``); ``multivariate``: see :func:`searcher_for`;
+    ``interrupt_after``/``state_lag``: a Ctrl-C and ``--resume`` after that many results, the scheduler's saved
+    state that many results older than the trials' (:class:`search.simulation.backend.Backend`)."""
     study_plan = simulated_plan(cfg)
     asha = scheduler(study_plan, dict(truth.majority))
     asha.set_search_properties(study_plan.objective, study_plan.mode)  # as tune.run does
@@ -99,6 +102,7 @@ def simulate(
         seed_count=seed_count or scheduled_seeds(study_plan),
         param_space=param_space_of(study_plan),
         interrupt_after=interrupt_after,
+        state_lag=state_lag,
     )
     found = backend.run()
     return SimulatedStudy(study_plan, found, backend.events, searcher)

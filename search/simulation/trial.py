@@ -4,12 +4,14 @@ Tune's own ``Trial`` needs an experiment spec, a placement group and a storage c
 FIFO scheduler read only ``trial_id``, ``config``, ``status`` and ``last_result`` of it, and of the
 controller only ``get_trials()`` (``ray/tune/schedulers/async_hyperband.py`` and
 ``trial_scheduler.py``, checked against Ray 2.60). :class:`SimTrial` has exactly those, under the
-same names and status strings, plus the simulator's own bookkeeping.
+same names and status strings (and the recent results Ray keeps, ``metric_n_steps``), plus the simulator's
+own bookkeeping.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,14 @@ class SimTrial:
     decisions: list[str] = field(default_factory=list)  # the scheduler's answer to each result
     checkpoint: dict[int, float] = field(default_factory=dict)  # ``trained`` as of its last result
     reported_at: float = 0  # simulated seconds of its last result
+    # Ray's ``Trial.metric_n_steps``: each numeric result key's last 10 values, saved with the trial
+    metric_n_steps: dict[str, dict[str, deque]] = field(default_factory=dict)
+
+    def keep_recent(self, result: dict[str, Any]) -> None:
+        """What Ray's ``_TrainingRunMetadata.update_metric`` keeps of a result (its last-10 window)."""
+        for key, value in result.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.metric_n_steps.setdefault(key, {"10": deque(maxlen=10)})["10"].append(value)
 
     @functools.cached_property
     def trial_config(self) -> TrialConfig:

@@ -44,6 +44,10 @@ class CohortState:
     families: dict[str, str] = field(default_factory=dict)  # trial -> schema family
     baselines: set[str] = field(default_factory=set)
     sides: dict[str, str | None] = field(default_factory=dict)  # trial -> side of the final comparison
+    # rung -> trials that passed it unseen (a resume from a state saved before their result there): they go on
+    unseen: dict[float, set[str]] = field(default_factory=dict)
+    # rung -> trials Tune saved as stopped there by a decision this state did not see: ranked when it is taken again
+    stopped_at: dict[float, set[str]] = field(default_factory=dict)
 
     def to_state(self) -> dict[str, Any]:
         """Plain data with the version (sets as sorted lists), what :meth:`from_state` reads."""
@@ -53,6 +57,8 @@ class CohortState:
             "records": {rung: dict(v) for rung, v in self.records.items()},
             "exposure": {rung: dict(v) for rung, v in self.exposure.items()},
             "going_on": {rung: sorted(v) for rung, v in self.going_on.items()},
+            "unseen": {rung: sorted(v) for rung, v in self.unseen.items()},
+            "stopped_at": {rung: sorted(v) for rung, v in self.stopped_at.items()},
             **{name: sorted(getattr(self, name)) for name in SETS},
             "families": dict(self.families),
             "sides": dict(self.sides),
@@ -80,6 +86,8 @@ class CohortState:
         state.records = {float(r): dict(v) for r, v in state.records.items()}
         state.exposure = {float(r): dict(v) for r, v in state.exposure.items()}
         state.going_on = {float(r): set(v) for r, v in state.going_on.items()}
+        state.unseen = {float(r): set(v) for r, v in state.unseen.items()}
+        state.stopped_at = {float(r): set(v) for r, v in state.stopped_at.items()}
         for name in SETS:
             setattr(state, name, set(getattr(state, name)))
         state.families, state.sides = dict(state.families), dict(state.sides)
@@ -181,11 +189,13 @@ class CohortRungs:
             return None  # decided, or a rung below still waits
         if len(s.members) < self.settings.cohort:
             return None  # part of the cohort has not started yet
-        expected = self.alive_at(epoch)
+        unseen = s.unseen.get(epoch, set())
+        expected = self.alive_at(epoch) - unseen
         recorded = {t for t in s.records.get(epoch, {}) if t in expected}
         if not expected or recorded != expected:
             return None
-        s.going_on[epoch] = self.promoted(epoch, sorted(recorded))
+        stopped = s.stopped_at.get(epoch, set()) & set(s.records.get(epoch, {}))
+        s.going_on[epoch] = self.promoted(epoch, sorted(recorded | stopped)) | unseen
         return recorded
 
     def promoted(self, epoch: float, trial_ids: list[str]) -> set[str]:
@@ -212,16 +222,21 @@ class CohortRungs:
         (``current``, the trial reporting now, is answered by :meth:`verdict` instead)."""
         s = self.state
         resumed, stopped = set(), set()
-        for trial_id in sorted(s.waiting & recorded - {current}):
+        here = {t for t in recorded if self.waits_at(t) == epoch}  # not those waiting at a later rung (a resume)
+        for trial_id in sorted(s.waiting & here - {current}):
             if trial_id in s.going_on[epoch]:
                 resumed.add(trial_id)
             else:
                 stopped.add(trial_id)
-        s.waiting -= recorded
+        s.waiting -= here | {current}
         s.resume |= resumed
         s.ended |= stopped
         s.doomed |= stopped
         return resumed, stopped
+
+    def waits_at(self, trial_id: str) -> float | None:
+        """The rung of a trial's latest recorded result: where it waits, if it waits."""
+        return max((r for r in self.rungs if trial_id in self.state.records.get(r, {})), default=None)
 
     def late(self, epoch: float) -> set[str]:
         """Trials waiting at a rung decided without them (only in a resumed study, where Tune saved a trial
@@ -229,7 +244,7 @@ class CohortRungs:
         s = self.state
         if epoch not in s.going_on:
             return set()
-        late = s.waiting & set(s.records.get(epoch, {})) - s.going_on[epoch]
+        late = {t for t in s.waiting & set(s.records.get(epoch, {})) - s.going_on[epoch] if self.waits_at(t) == epoch}
         s.waiting -= late
         s.going_on[epoch] |= late
         s.resume |= late
@@ -253,6 +268,51 @@ class CohortRungs:
         for rung in self.rungs:
             if rung < epoch:
                 self.state.going_on.setdefault(rung, set()).add(trial_id)
+
+    def reconcile(self, trial_id: str, recent: list[tuple[float, float, float | None]]) -> list[float]:
+        """A cohort trial restored with its recent results (``(epoch, value, passes)``, oldest first, the last
+        its last), from a state that may be older than the trials Tune saved (a hard kill between Tune's write
+        of the trials and its write of this state, in that order: ``TuneController.save_to_dir``). The results
+        at rungs the state did not see are recorded: once every restored trial is, a rung decides as it did in
+        the study not interrupted. A rung below the last result with no result of it left (older than Ray
+        keeps) is passed: where decided, the trial joins those going on; where not, it goes on whatever the
+        decision (:attr:`CohortState.unseen`). At its last result's rung, undecided, it waits again. A state
+        that saw every result is left as it is. The rungs it recorded at."""
+        s = self.state
+        if trial_id in s.ended or not recent:
+            return []
+        recorded = []
+        for epoch, value, passes in recent:
+            if epoch in self.rungs and trial_id not in s.records.get(epoch, {}):
+                self.record(trial_id, epoch, value, passes)
+                recorded.append(epoch)
+        if recorded:
+            s.resume.discard(trial_id)  # it ran and reported since: as on_trial_result, its mark to resume is spent
+        last = recent[-1][0]
+        for rung in self.rungs:
+            if rung >= last:
+                break
+            if trial_id in s.going_on.get(rung, ()) or (rung not in s.going_on and trial_id in s.records.get(rung, {})):
+                continue  # passed as the state knows, or decided with its result once the rung is complete
+            (s.going_on if rung in s.going_on else s.unseen).setdefault(rung, set()).add(trial_id)
+        if last in recorded:
+            if last not in s.going_on:
+                s.waiting.add(trial_id)
+            elif trial_id not in s.going_on[last]:
+                s.going_on[last].add(trial_id)  # decided without it: a few epochs more rather than a cell lost
+                s.resume.add(trial_id)
+        return recorded
+
+    def stopped_unseen(self, trial_id: str, recent: list[tuple[float, float, float | None]]) -> None:
+        """A cohort trial Tune saved as stopped at a rung (its last result there, below the last epoch) where
+        this state had not decided that rung yet: a decision it did not see stopped it. Its results are recorded
+        and it is ranked when the rung is decided again, so the decision comes out as it did."""
+        s = self.state
+        for epoch, value, passes in recent:
+            if epoch in self.rungs and trial_id not in s.records.get(epoch, {}):
+                self.record(trial_id, epoch, value, passes)
+        if recent and recent[-1][0] in self.rungs and recent[-1][0] not in s.going_on:
+            s.stopped_at.setdefault(recent[-1][0], set()).add(trial_id)
 
     def describe(self) -> str:
         decided = ", ".join(f"epoch {e:g}: {len(on)} go on" for e, on in sorted(self.state.going_on.items()))

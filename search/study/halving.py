@@ -44,7 +44,7 @@ from typing import Any
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
-from search.infra.tune_status import ENDED, PAUSED, PENDING, RUNNING
+from search.infra.tune_status import ENDED, PAUSED, PENDING, RUNNING, TERMINATED
 from search.study.cohort_rule import CohortRule, hedged_positions
 from search.study.cohort_rungs import CONTINUE, PAUSE, STOP, CohortRungs, CohortSettings, CohortState
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
@@ -117,7 +117,7 @@ class CohortHalving(ContenderKeepingASHA):
         known = self.rungs_of().add(
             trial.trial_id, family_of(trial.config), side_of(trial.config), is_baseline(trial.config)
         )
-        if known and self.__dict__.get("requeueing"):
+        if self.__dict__.get("requeueing"):
             self.requeued(trial)
         elif known:
             self.retried(trial)
@@ -148,11 +148,51 @@ class CohortHalving(ContenderKeepingASHA):
                 s.ended.add(trial_id)
                 s.waiting.discard(trial_id)
                 s.resume.discard(trial_id)  # a rung that waited for it is decided at Tune's first step
+                if trial.status == TERMINATED:  # stopped, not failed: by a decision, where not at its last epoch
+                    self.rungs_of().stopped_unseen(trial_id, self.recent(trial))
             return
+        self.reconcile(trial)
         if trial_id in s.members and trial_id in s.ended:
             s.doomed.add(trial_id)  # stopped by a decision, not yet by Tune
         if trial_id in s.waiting | s.resume | s.doomed:
             trial.set_status(PAUSED)
+
+    def reconcile(self, trial) -> None:
+        """A restored trial's recent results, where the saved state may be older than the trials Tune saved
+        (:meth:`search.study.cohort_rungs.CohortRungs.reconcile`; a trial after the cohort: recorded at its
+        rungs for ASHA's rule). Ray keeps each metric's last 10 values with the trial (``metric_n_steps``), the
+        epoch's and the objective's among them; with a seed schedule the recorded value is the objective as
+        reported, not the schedule's paired mean."""
+        rungs, trial_id = self.rungs_of(), trial.trial_id
+        recent = self.recent(trial)
+        if trial_id in self.state.members:
+            recorded = rungs.reconcile(trial_id, recent)
+        else:
+            recorded = [e for e, v, p in recent if e in rungs.rungs and trial_id not in self.state.records.get(e, {})]
+            for epoch, value, passes in recent:
+                if epoch in recorded:
+                    rungs.record(trial_id, epoch, value, passes)
+        values = dict((e, v) for e, v, _ in recent)
+        for epoch in recorded:
+            self.record(epoch, self.state.sides.get(trial_id), values[epoch])
+
+    def recent(self, trial) -> list[tuple[float, float, float | None]]:
+        """``(epoch, value in the maximising sign, passes)`` of the trial's recent results, oldest first: Ray's
+        last-10 window where the epoch's and the objective's line up, else the last result alone."""
+        window = getattr(trial, "metric_n_steps", None) or {}
+        epochs = list(window.get(self._time_attr, {}).get("10", ()))
+        values = list(window.get(self._metric, {}).get("10", ()))
+        passes = list(window.get(PRIMARY_PASSES, {}).get("10", ()))
+        last = self.paired(trial, trial.last_result or {})
+        if self._time_attr not in last or self._metric not in last:
+            return []
+        if not epochs or len(epochs) != len(values) or float(epochs[-1]) != float(last[self._time_attr]):
+            epochs, values = [last[self._time_attr]], [last[self._metric]]
+            passes = [last[PRIMARY_PASSES]] if PRIMARY_PASSES in last else []
+        values[-1] = last[self._metric]  # the last one paired as on_trial_result saw it
+        passes = passes if len(passes) == len(epochs) else [None] * len(epochs)
+        op = self._metric_op
+        return [(float(e), op * float(v), None if p is None else float(p)) for e, v, p in zip(epochs, values, passes)]
 
     def restored(self, tune_controller, trial) -> None:
         """A cohort trial of a resumed study saved before the limiter saved the scheduler's state, added again

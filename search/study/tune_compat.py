@@ -6,8 +6,11 @@ goes when Ray changes it. Nothing else in the package reads Ray's private attrib
   the study started, empty. A scheduler that decides from what it recorded (ASHA's rungs, the sides' leaders,
   cohort halving's decisions and the trials paused at a rung) would decide again from whatever the restored trials
   show. Its state travels in the limiter's saved state instead (:class:`SchedulerSavingLimiter`): written in the
-  same call as the trials (one snapshot), given back before the first restored trial is added
-  (``TuneController.resume`` restores the searcher first: :func:`adopt_saved_state`).
+  same call as the trials, given back before the first restored trial is added (``TuneController.resume``
+  restores the searcher first: :func:`adopt_saved_state`). The same call writes the trials first and the
+  searcher's state second: a hard kill between the two resumes trials newer than the scheduler's state, and
+  cohort halving takes in what the trials show (``search.study.cohort_rungs.CohortRungs.reconcile``, from the
+  last 10 values of each metric Ray keeps with a trial) so its rungs decide as they did.
 - **A paused trial holds a slot in Ray's limiter** (``ConcurrencyLimiter`` counts every live trial): with every
   slot's trial paused at a cohort rung the rest of the cohort would never start (:class:`PauseAwareLimiter`,
   told through ``Searcher.on_pause``/``on_unpause``, the hooks HyperBandForBOHB calls).

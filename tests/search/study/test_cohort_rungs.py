@@ -77,3 +77,25 @@ def test_an_unversioned_state_is_converted_and_an_unknown_version_refused_in_one
     assert state.failed == set()  # a field saved before it existed starts empty: the rule it decided with
     with pytest.raises(CohortStateError, match=r"^cohort halving state version 99: this code reads version 1 "):
         CohortState.from_state({"version": 99})
+
+
+def test_a_state_older_than_the_trials_takes_in_what_their_recent_results_show():
+    """Resumed from a state saved before some results: those results are recorded, a rung passed with no result
+    left goes on unseen, a trial stopped by a decision the state never saw is ranked when the rung is decided
+    again, and the rung decides as it did."""
+    values = {"base": 0.70, "a": 0.90, "b": 0.80, "c": 0.60, "d": 0.50}
+    rungs = cohort(values)
+    for t in ("base", "a", "b"):  # what the state saw: three of five at rung 1
+        rungs.record(t, 1.0, values[t], None)
+        rungs.at_rung(t, 1.0)
+    assert rungs.reconcile("c", [(1.0, 0.60, None)]) == [1.0] and "c" in rungs.state.waiting
+    rungs.end("d")  # Tune saved it stopped at rung 1
+    rungs.stopped_unseen("d", [(1.0, 0.50, None)])
+    assert rungs.reconcile("a", [(1.0, 0.90, None), (2.0, 0.95, None)]) == [2.0]  # it passed rung 1 and waits at 2
+    assert rungs.reconcile("b", [(1.0, 0.80, None)]) == []  # seen already: nothing changes
+    assert rungs.decide(1.0) == {"base", "a", "b", "c"}
+    assert rungs.state.going_on[1.0] == {"base", "a", "b"}  # d ranked (last), as the decision it was stopped by
+    resumed, stopped = rungs.settle(1.0, {"base", "a", "b", "c"})
+    assert (resumed, stopped) == ({"base", "b"}, {"c"}) and "a" in rungs.state.waiting  # a waits at rung 2
+    orphan = cohort(values)
+    assert orphan.reconcile("a", [(2.0, 0.95, None)]) == [2.0] and orphan.state.unseen == {1.0: {"a"}}

@@ -22,17 +22,17 @@ from trainables.exposure import PRIMARY_PASSES
 METRIC = "semeval/dev/acc_4way/mean"
 
 
-def study(truth: str = "late_bloomer", trials: int = 43, interrupt_after: int | None = None, **kw):
+def study(truth: str = "late_bloomer", trials: int = 43, interrupt_after: int | None = None, state_lag: int = 0, **kw):
     """A simulated cells-halving study (no screen point unless ``screen_fraction`` says, no hedge unless ``hedge``
-    does), interrupted after
-    ``interrupt_after`` results and resumed as Ray does it where that is given."""
+    does), interrupted after ``interrupt_after`` results and resumed as Ray does it where that is given, the
+    scheduler's saved state ``state_lag`` results older than the trials'."""
     kw.setdefault("screen_fraction", 0)
     kw.setdefault("hedge", 0)  # the rule's own mechanics; the hedge has tests of its own below
     path = resolve_truth(truth)
     cfg = SearchConfig(
         "absa", preset="full", simulate=path, search="cells-halving", trials=trials, seeds=1, max_concurrent=4, **kw
     )
-    return simulate(cfg, load_truth(path), interrupt_after=interrupt_after)
+    return simulate(cfg, load_truth(path), interrupt_after=interrupt_after, state_lag=state_lag)
 
 
 def completed(found) -> list[str]:
@@ -170,6 +170,34 @@ def test_a_study_interrupted_anywhere_and_resumed_as_ray_does_it_decides_as_if_n
         resumed = study(screen_fraction=screen, interrupt_after=k)
         assert completed(resumed) == completed(whole), k
         assert {t.status for t in resumed.trials} == {"TERMINATED"}, k
+
+
+@pytest.mark.parametrize("screen", [0.0, None])
+def test_a_state_saved_before_the_trials_resumes_to_the_same_decisions(screen):
+    """Tune writes the trials, then the searcher's state (the scheduler's inside): a hard kill between the two
+    leaves the scheduler's state some results older than the trials. Resumed from such a state (1 to 8 results
+    older, at every third interrupt point), the study takes in what the trials show (Ray keeps each metric's
+    last 10 values with a trial) and ends every trial with the completed trials of the study not interrupted."""
+    whole = study(screen_fraction=screen)
+    results = sum(e.kind == "result" for e in whole.events)
+    for lag in (1, 3, 8):
+        for k in range(lag + 1, results, 3):
+            resumed = study(screen_fraction=screen, interrupt_after=k, state_lag=lag)
+            assert {t.status for t in resumed.trials} == {"TERMINATED"}, (lag, k)
+            assert completed(resumed) == completed(whole), (lag, k)
+
+
+def test_without_reconciling_a_stale_state_trials_are_left_waiting(monkeypatch):
+    """What the reconciling is for (and that the emulated kill can tell): a state older than the trials, taken
+    back as it is, leaves trials waiting at rungs whose results it never saw."""
+    monkeypatch.setattr(CohortHalving, "reconcile", lambda self, trial: None)
+    results = sum(e.kind == "result" for e in study().events)
+    left = [
+        k
+        for k in range(3, results, 5)
+        if {t.status for t in study(interrupt_after=k, state_lag=2).trials} != {"TERMINATED"}
+    ]
+    assert left, "every stale resume ended its trials without reconciling"
 
 
 def test_without_its_saved_state_a_resumed_study_changes_its_answer(monkeypatch):
