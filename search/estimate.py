@@ -385,7 +385,9 @@ def main() -> int:
         metavar="FILE",
         help="take the throughput from this benchmarks.throughput JSON (its loop_samples_per_s)",
     )
-    p.add_argument("--usd-per-hour", type=float, help="price of one such device per hour")
+    p.add_argument(
+        "--usd-per-hour", "--price-per-gpu-hour", type=float, help="price of one such device per hour, in US dollars"
+    )
     p.add_argument(
         "--strategy-costs",
         metavar="FILE",

@@ -302,7 +302,7 @@ def collapse_sentence(h: Row, k: int) -> str:
     w, o = h.collapsed
     if not w and not o:
         return f"No final seed failed on either side (0 of {k})."
-    sides = (("winner", w), ("other", o))
+    sides = (("multitask", w), ("other", o))
     named = ", ".join(f"{side} {len(s)} of {k} (seeds {list_text(list(s))})" for side, s in sides if s)
     return f"Failed seeds (at or below the failure line, or diverged): {named}; left out of the paired test."
 

@@ -49,6 +49,23 @@ class Verdict:
     first: str = "multitask"
     second: str = "single-task"
     level: float = 0.95  # the interval's two-sided level (a look's repeated interval: its spending boundary's)
+    fresh: int = 0  # the fresh seeds trained (0: ``seeds``); ``seeds`` are those neither side failed on
+    failed: tuple[int, int] = (0, 0)  # fresh seeds that failed: ``first``'s, ``second``'s
+
+    def line(self) -> str:
+        """``multitask vs single-task on test acc_4way, 3 fresh seeds (2 failed ...): verdict (Δ ..., interval)``."""
+        fresh = self.fresh or self.seeds
+        text = f"{self.first} vs {self.second} on test {self.metric}, {fresh} fresh seed{'s' * (fresh != 1)}"
+        if any(self.failed):
+            text += (
+                f" ({self.failed[0]} failed on the {self.first} side, {self.failed[1]} on the other; "
+                f"compared on the {self.seeds} neither failed on)"
+            )
+        if self.low == self.low and self.high == self.high:
+            interval = f"{100 * self.level:.1f}% interval of this look [{self.low:+.4f}, {self.high:+.4f}]"
+        else:
+            interval = f"no interval from {self.seeds} seed{'s' * (self.seeds != 1)}"
+        return f"{text}: {self.verdict} (Δ {self.diff:+.4f}, {interval})"
 
 
 @dataclass(frozen=True)
@@ -79,11 +96,7 @@ def summary(study: str, verdicts: list[Verdict], sides: list[Side], places: Plac
     lines = [f"== {study}: the answer =="]
     if not verdicts:
         lines.append(f"no verdict: {note or 'no final comparison ran (--no-finalize, or a side had no trial)'}")
-    for v in verdicts:
-        lines.append(
-            f"{v.first} vs {v.second} on test {v.metric}, {v.seeds} fresh seeds: {v.verdict} "
-            f"(Δ {v.diff:+.4f}, {100 * v.level:.1f}% interval of this look [{v.low:+.4f}, {v.high:+.4f}])"
-        )
+    lines += [v.line() for v in verdicts]
     width = max((len(s.kind) for s in sides), default=0) + 1
     for s in sides:
         spread = f" ± {s.dev_std:.4f}" if s.dev_std is not None and s.dev_std == s.dev_std else ""
@@ -137,6 +150,8 @@ def verdicts_of(final: Any) -> tuple[list[Verdict], list[Side]]:
                 "multitask",
                 second,
                 h.diff.confidence,
+                fresh=len(final.seeds),
+                failed=(len(h.collapsed[0]), len(h.collapsed[1])),
             )
         )
         if claim.key == TUNED or claim.other is not final.opponent:

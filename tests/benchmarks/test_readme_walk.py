@@ -91,3 +91,14 @@ def test_the_reference_states_the_default_searchs_settings_as_the_code_has_them(
     for stated in (f"{own.strata} under {SCREEN}", f"{own.hedge} under {SCREEN}"):
         assert stated in text.replace("cells- halving", "cells-halving"), stated
     assert f"{own.reduction_factor} under cells- halving" in text or f"{own.reduction_factor} under {SCREEN}" in text
+
+
+def test_the_readme_states_the_default_searchs_settings_as_the_code_has_them():
+    """The README's sentence on the default search (a quarter, the strata, the hedge) is the strategy's own."""
+    from search.study.strategy import SCREEN, STRATEGIES
+
+    own = STRATEGIES[SCREEN]
+    text = " ".join((ROOT / "README.md").read_text().split())
+    share = {2: "half", 3: "third", 4: "quarter"}[int(own.reduction_factor)]
+    for stated in (f"keeps a {share}", f"{own.strata} strata of exposure", f"and {own.hedge} cells drawn"):
+        assert stated in text, stated

@@ -58,3 +58,14 @@ def test_a_tracking_server_is_linked_and_its_password_masked():
     assert dict(where(finalized))["final"].endswith(
         "#/experiments/7/runs?workflowType=machine_learning&viewStateShareKey=r-final"
     )
+
+
+def test_failed_seeds_are_counted_and_a_single_pair_gives_no_nan_interval():
+    nan = float("nan")
+    v = Verdict("acc_4way", "too few seeds to tell", -0.0639, nan, nan, 1, fresh=3, failed=(2, 0))
+    assert v.line() == (
+        "multitask vs single-task on test acc_4way, 3 fresh seeds (2 failed on the multitask side, 0 on the other; "
+        "compared on the 1 neither failed on): too few seeds to tell (Δ -0.0639, no interval from 1 seed)"
+    )
+    plain = Verdict("acc_4way", "better", 0.02, 0.01, 0.03, 5, level=0.958)
+    assert plain.line().endswith("5 fresh seeds: better (Δ +0.0200, 95.8% interval of this look [+0.0100, +0.0300])")
