@@ -80,6 +80,7 @@ def fit_final_runs(
     """The final runs as one Tune experiment beside the study's; its results once MLflow has them all."""
     from ray import tune
 
+    from search.study.progress import FinalLines
     from search.tracking.sink import spool_path, study_spool
     from search.tracking.tracker import MLflowTracker
 
@@ -100,7 +101,7 @@ def fit_final_runs(
             name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}",
             storage_path=storage,
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-            callbacks=[tracker],
+            callbacks=[tracker, FinalLines(objective, epochs)],
             verbose=0,
         ),
     )

@@ -174,4 +174,12 @@ def exit_in_finalizer_hook(unraisable: Any) -> None:
 
 def worker_setup() -> dict[str, Any] | None:
     """``ray.init(runtime_env=...)``: quiet the workers too, when the console is quiet."""
-    return {"worker_process_setup_hook": "search.infra.quiet.quiet_loggers"} if _quiet else None
+    return {"worker_process_setup_hook": "search.infra.quiet.quiet_worker"} if _quiet else None
+
+
+def quiet_worker() -> None:
+    """A Ray worker of a quiet study: the libraries as :func:`quiet_loggers`, and the training loop's step lines
+    off (Ray forwards a worker's output to the console; the study prints a line per trial, per final epoch and
+    a status line a minute instead)."""
+    quiet_loggers()
+    logging.getLogger("trainables.loop").setLevel(logging.WARNING)

@@ -45,6 +45,25 @@ class TrialLines(Callback):
         self._print(f"{tag(trial)} {'failed':<10} {trial_text(trial)}: {error_reason(trial)}")
 
 
+class FinalLines(Callback):
+    """finalize's runs on the console: a line per epoch of each (the workers' own step lines stay off it)."""
+
+    def __init__(self, objective: str, max_epochs: int, stream: TextIO | None = None) -> None:
+        self.objective, self.max_epochs = objective, max_epochs
+        self.stream = stream
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "stream": None}
+
+    def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
+        epoch = result.get("epoch")
+        if epoch is None or float(epoch) != int(float(epoch)):
+            return  # a screen point inside the first epoch: not a final run's
+        label = TrialConfig.of_tune(trial.config).label or trial.trial_id
+        text = f"{label}: epoch {float(epoch):g} of {self.max_epochs}, dev {score_text(result, self.objective)}"
+        print(text, file=self.stream or sys.stdout, flush=True)
+
+
 def tag(trial) -> str:
     """``[t03]``: the trial's Optuna number, as in its run name."""
     number = TrialConfig.of_tune(trial.config).number

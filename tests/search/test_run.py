@@ -153,7 +153,7 @@ def test_an_interrupted_finalize_is_trained_again_not_reused(tiny_study):
     args = ["-m", "search.finalize", "absa", "--name", name, "--seeds", "3", "--no-register"]
     args += ["--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db", "--out", str(tmp_path / "final-out")]
     first = Driver(args, tmp_path)
-    first.wait_for(r"final (winner|opponent) .* seed \d+: epoch 1 step")  # a final run is training
+    first.wait_for(r"final (winner|opponent) .*: epoch 1 of \d+, dev")  # a final run is training
     os.killpg(first.proc.pid, signal.SIGINT)
     assert first.finish(timeout=300) != 0, first.output[-3000:]
     assert f"rerun python -m search.finalize absa --name {name}" in first.output, first.output[-3000:]

@@ -48,3 +48,21 @@ def test_a_paused_trial_is_neither_running_nor_left_and_its_rung_is_still_ahead(
     assert "0 running, 1 paused, 1 left | 1 seed-epochs spent, ~2 to go" in line
     assert work.expected(work.schedule(config), 1, decided=False) == 1.5
     assert work.expected(work.schedule(config), 1) == 2.0
+
+
+def test_a_final_run_says_each_epoch_once_and_nothing_at_a_screen_point():
+    import io
+
+    from search.study.progress import FinalLines
+    from trainables.trial import TrialConfig
+
+    out = io.StringIO()
+    lines = FinalLines("semeval/dev/acc_4way/mean", 3, stream=out)
+    trial = SimpleNamespace(trial_id="x", config=TrialConfig(label="final winner t01 sqrt seeds 2,3").to_tune())
+    for epoch, score in ((0.25, 0.5), (1, 0.61), (2, 0.66)):
+        result = {"epoch": epoch, "semeval/dev/acc_4way/mean": score, "semeval/dev/acc_4way/std": 0.01}
+        lines.on_trial_result(0, [], trial, result)
+    assert out.getvalue().splitlines() == [
+        "final winner t01 sqrt seeds 2,3: epoch 1 of 3, dev 0.6100 ± 0.0100",
+        "final winner t01 sqrt seeds 2,3: epoch 2 of 3, dev 0.6600 ± 0.0100",
+    ]
