@@ -87,6 +87,9 @@ class Backend:
     # trials and its write of the searcher's state (``TuneController.save_to_dir``, in that order) resumes the
     # trials as they were and the scheduler as it was this many results before
     state_lag: int = 0
+    # result count -> how many running trials fail right after it (1: a trial; more: a node lost with its
+    # trials), each retried from its last checkpoint as Tune does with retries left (``_requeue_trial``)
+    fail_after: dict[int, int] = field(default_factory=dict)
     param_space: dict = field(default_factory=dict)  # what every trial's config holds beside the suggestion
     clock: float = 0.0
     spent: float = 0.0  # seed-epochs reported so far
@@ -119,6 +122,7 @@ class Backend:
                 self._saved = self._limiter.get_state()
             if results == self.interrupt_after:
                 self.resume()
+            self.fail(self.fail_after.get(results, 0))
             self.fill()
         return list(self._all)
 
@@ -144,6 +148,28 @@ class Backend:
             if trial.status != TERMINATED:
                 trial.status = PENDING
             self._listed.append(trial)
+            self.scheduler.on_trial_add(self._controller, trial)
+
+    def fail(self, count: int) -> None:
+        """The first ``count`` running trials fail now, as a lost node's do: the epochs in flight are lost, and
+        Tune retries each (``TuneController._requeue_trial``: the scheduler's ``on_trial_error``, PENDING, moved
+        to the end of Tune's list, the scheduler's ``on_trial_add``; the searcher is not told), to go on from
+        its last checkpoint."""
+        failing = [t for t in self._listed if t.status == RUNNING][:count]
+        if not failing:
+            return
+        ids = {t.trial_id for t in failing}
+        self._queue = [entry for entry in self._queue if entry[2] not in ids]
+        heapq.heapify(self._queue)
+        if self._listed is self._all:
+            self._listed = list(self._all)
+            self._controller._trials = self._listed
+        for trial in failing:
+            self.scheduler.on_trial_error(self._controller, trial)
+            trial.status, trial.trained = PENDING, dict(trial.checkpoint)
+            self._listed.remove(trial)
+            self._listed.append(trial)
+            self.events.append(Event(self.clock, self.spent, trial.trial_id, "failed", trial.epoch))
             self.scheduler.on_trial_add(self._controller, trial)
 
     # -- slots ----------------------------------------------------------------------

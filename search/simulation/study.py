@@ -77,6 +77,7 @@ def simulate(
     multivariate: bool = False,
     interrupt_after: int | None = None,
     state_lag: int = 0,
+    fail_after: dict[int, int] | None = None,
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
@@ -84,7 +85,8 @@ def simulate(
     trial's seeds report each epoch (:mod:`search.simulation.backend`); None: the study's own (every
     seed, or its seed schedule with ``--first-rung-seeds``); ``multivariate``: see :func:`searcher_for`;
     ``interrupt_after``/``state_lag``: a Ctrl-C and ``--resume`` after that many results, the scheduler's saved
-    state that many results older than the trials' (:class:`search.simulation.backend.Backend`)."""
+    state that many results older than the trials'; ``fail_after``: how many running trials fail (and are retried)
+    after that many results (:class:`search.simulation.backend.Backend`)."""
     study_plan = simulated_plan(cfg)
     asha = scheduler(study_plan, dict(truth.majority))
     asha.set_search_properties(study_plan.objective, study_plan.mode)  # as tune.run does
@@ -103,6 +105,7 @@ def simulate(
         param_space=param_space_of(study_plan),
         interrupt_after=interrupt_after,
         state_lag=state_lag,
+        fail_after=dict(fail_after or {}),
     )
     found = backend.run()
     return SimulatedStudy(study_plan, found, backend.events, searcher)
