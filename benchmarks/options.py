@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from benchmarks.random_encoder import SHAPES, describe, save_random_encoder
-from trainables.batching import default_cache_dir
+from trainables.cli import default_cache_dir
 from trainables.config import DEFAULT_MODEL, PRECISIONS, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.data import resolve_data_dir
 

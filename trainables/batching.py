@@ -61,10 +61,6 @@ def segment_ids_wanted(tokenizer) -> bool:
     return "token_type_ids" in tokenizer.model_input_names or type(tokenizer).__name__.startswith(("XLNet", "Albert"))
 
 
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("MTL_CACHE_DIR", Path.home() / ".cache" / "mtl-search"))
-
-
 def encode(
     examples: Sequence[Example],
     kind: str,

@@ -102,6 +102,11 @@ def check_writable(path: str | Path, flag: str) -> None:
         raise OSError(f"{flag} {path}: cannot write in {existing} ({exc.strerror})") from None
 
 
+def default_cache_dir() -> Path:
+    """The project's cache: encodings, spools, logs, the last study's stores (``MTL_CACHE_DIR``)."""
+    return Path(os.environ.get("MTL_CACHE_DIR", Path.home() / ".cache" / "mtl-search"))
+
+
 def setup_logging(verbose: bool = False) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,

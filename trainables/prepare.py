@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from trainables.batching import Encoded, default_cache_dir, encode
+from trainables.batching import Encoded, encode
+from trainables.cli import default_cache_dir
 from trainables.config import ConfigError, TrainConfig
 from trainables.rows import limit_rows
 from trainables.tasks import Example, Task, get_task

@@ -14,13 +14,13 @@ import os
 import sys
 from pathlib import Path
 
-from trainables.cli import mask_credentials
+from trainables.cli import default_cache_dir, mask_credentials
 
 FIELDS = {"optuna": "optuna_storage", "mlflow": "tracking_uri"}
 
 
 def record_path() -> Path:
-    return Path(os.environ.get("MTL_CACHE_DIR", Path.home() / ".cache" / "mtl-search")) / "last_study.json"
+    return default_cache_dir() / "last_study.json"
 
 
 def record(study: str, name: str, tracking_uri: str, optuna_storage: str) -> None:

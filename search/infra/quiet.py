@@ -21,6 +21,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from trainables.cli import default_cache_dir
+
 # loggers whose INFO lines are bookkeeping; their warnings still show
 CHATTY = ("ray", "optuna", "mlflow", "alembic", "matplotlib")
 
@@ -96,7 +98,7 @@ def log_to_file() -> Path | None:
     """Every warning and error, tracebacks whole, also to a log file; the console handlers of the
     root and ``ray`` loggers (Ray's own does not propagate) leave out what :class:`Console` says."""
     global _log
-    folder = Path(os.environ.get("MTL_CACHE_DIR", Path.home() / ".cache" / "mtl-search")) / "logs"
+    folder = default_cache_dir() / "logs"
     try:
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"search-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"

@@ -102,12 +102,13 @@ class Backend:
     def __post_init__(self) -> None:
         # what search.study.tuner wraps the Searcher in: Ray's ConcurrencyLimiter, or its pause-aware subclass
         self._limiter = limiter_of(self.searcher, self.scheduler, self.slots)
+        # Tune's list of trials, apart from ``_all`` (creation order): a retry or a resume reorders it
+        self._listed: list[SimTrial] = []
         self._controller = Controller(
-            self._all, stop=self.stop_paused, search_alg=SimpleNamespace(searcher=self._limiter)
+            self._listed, stop=self.stop_paused, search_alg=SimpleNamespace(searcher=self._limiter)
         )
         self._by_id: dict[str, SimTrial] = {}
         self._sequence = 0
-        self._listed = self._controller.get_trials()  # Tune's list of trials: creation order until a resume
         self._created = copy.deepcopy(self.scheduler)  # what tuner.pkl holds: the scheduler before any trial
 
     def run(self) -> list[SimTrial]:
@@ -161,9 +162,6 @@ class Backend:
         ids = {t.trial_id for t in failing}
         self._queue = [entry for entry in self._queue if entry[2] not in ids]
         heapq.heapify(self._queue)
-        if self._listed is self._all:
-            self._listed = list(self._all)
-            self._controller._trials = self._listed
         for trial in failing:
             self.scheduler.on_trial_error(self._controller, trial)
             trial.status, trial.trained = PENDING, dict(trial.checkpoint)
@@ -199,8 +197,7 @@ class Backend:
         trial = SimTrial(trial_id, {**self.param_space, "seeds": list(self.seeds), **suggestion}, number=len(self._all))
         self._configs[trial_id] = trial.trial_config.training()
         self._all.append(trial)
-        if self._listed is not self._all:
-            self._listed.append(trial)
+        self._listed.append(trial)
         self._by_id[trial_id] = trial
         self.scheduler.on_trial_add(self._controller, trial)
 

@@ -281,11 +281,7 @@ class CohortRungs:
         s = self.state
         if trial_id in s.ended or not recent:
             return []
-        recorded = []
-        for epoch, value, passes in recent:
-            if epoch in self.rungs and trial_id not in s.records.get(epoch, {}):
-                self.record(trial_id, epoch, value, passes)
-                recorded.append(epoch)
+        recorded = self.record_unseen(trial_id, recent)
         if recorded:
             s.resume.discard(trial_id)  # it ran and reported since: as on_trial_result, its mark to resume is spent
         last = recent[-1][0]
@@ -303,14 +299,22 @@ class CohortRungs:
                 s.resume.add(trial_id)
         return recorded
 
+    def record_unseen(self, trial_id: str, recent: list[tuple[float, float, float | None]]) -> list[float]:
+        """Record the trial's results (``(epoch, value, passes)``) at rungs where this state has none of it; the
+        rungs it recorded at."""
+        recorded = []
+        for epoch, value, passes in recent:
+            if epoch in self.rungs and trial_id not in self.state.records.get(epoch, {}):
+                self.record(trial_id, epoch, value, passes)
+                recorded.append(epoch)
+        return recorded
+
     def stopped_unseen(self, trial_id: str, recent: list[tuple[float, float, float | None]]) -> None:
         """A cohort trial Tune saved as stopped at a rung (its last result there, below the last epoch) where
         this state had not decided that rung yet: a decision it did not see stopped it. Its results are recorded
         and it is ranked when the rung is decided again, so the decision comes out as it did."""
         s = self.state
-        for epoch, value, passes in recent:
-            if epoch in self.rungs and trial_id not in s.records.get(epoch, {}):
-                self.record(trial_id, epoch, value, passes)
+        self.record_unseen(trial_id, recent)
         if recent and recent[-1][0] in self.rungs and recent[-1][0] not in s.going_on:
             s.stopped_at.setdefault(recent[-1][0], set()).add(trial_id)
 

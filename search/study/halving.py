@@ -168,10 +168,7 @@ class CohortHalving(ContenderKeepingASHA):
         if trial_id in self.state.members:
             recorded = rungs.reconcile(trial_id, recent)
         else:
-            recorded = [e for e, v, p in recent if e in rungs.rungs and trial_id not in self.state.records.get(e, {})]
-            for epoch, value, passes in recent:
-                if epoch in recorded:
-                    rungs.record(trial_id, epoch, value, passes)
+            recorded = rungs.record_unseen(trial_id, recent)
         values = dict((e, v) for e, v, _ in recent)
         for epoch in recorded:
             self.record(epoch, self.state.sides.get(trial_id), values[epoch])

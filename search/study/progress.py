@@ -21,7 +21,9 @@ from trainables.fidelity import SEED_COUNT, SeedSchedule
 from trainables.trial import TrialConfig
 
 
-class TrialLines(Callback):
+class ConsoleLines(Callback):
+    """A Tune callback that prints the study's own lines (``stream``: stdout unless given; not pickled)."""
+
     def __init__(self, objective: str, max_epochs: int, stream: TextIO | None = None) -> None:
         self.objective, self.max_epochs = objective, max_epochs
         self.stream = stream
@@ -32,6 +34,8 @@ class TrialLines(Callback):
     def _print(self, text: str) -> None:
         print(text, file=self.stream or sys.stdout, flush=True)
 
+
+class TrialLines(ConsoleLines):
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         result = trial.last_result or {}
         status = outcome(trial, self.max_epochs)
@@ -45,23 +49,15 @@ class TrialLines(Callback):
         self._print(f"{tag(trial)} {'failed':<10} {trial_text(trial)}: {error_reason(trial)}")
 
 
-class FinalLines(Callback):
+class FinalLines(ConsoleLines):
     """finalize's runs on the console: a line per epoch of each (the workers' own step lines stay off it)."""
-
-    def __init__(self, objective: str, max_epochs: int, stream: TextIO | None = None) -> None:
-        self.objective, self.max_epochs = objective, max_epochs
-        self.stream = stream
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "stream": None}
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         epoch = result.get("epoch")
         if epoch is None or float(epoch) != int(float(epoch)):
             return  # a screen point inside the first epoch: not a final run's
         label = TrialConfig.of_tune(trial.config).label or trial.trial_id
-        text = f"{label}: epoch {float(epoch):g} of {self.max_epochs}, dev {score_text(result, self.objective)}"
-        print(text, file=self.stream or sys.stdout, flush=True)
+        self._print(f"{label}: epoch {float(epoch):g} of {self.max_epochs}, dev {score_text(result, self.objective)}")
 
 
 def tag(trial) -> str:

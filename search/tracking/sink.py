@@ -18,7 +18,7 @@ from mlflow.entities import Metric, Param, RunTag
 
 from search.infra.storage import local_path
 from search.tracking.spool import Spool, Unreachable, records
-from trainables.cli import mask_credentials
+from trainables.cli import default_cache_dir, mask_credentials
 from trainables.config import ConfigError
 
 SPOOL_FILE = "mlflow-spool.jsonl"
@@ -32,8 +32,6 @@ def spool_path(tune_path: str) -> Path:
     ``--storage`` (which takes no appends), in the local cache under the experiment's name."""
     local = local_path(tune_path)
     if local is None:
-        from trainables.batching import default_cache_dir  # here: it imports torch, which a simulated study never does
-
         return default_cache_dir() / "spool" / f"{tune_path.rstrip('/').rpartition('/')[2]}-{SPOOL_FILE}"
     return local / SPOOL_FILE
 
