@@ -228,7 +228,7 @@ def setting(truth_name: str, slots: int):
 
     path = resolve_truth(truth_name)
     truth, prep = load_truth(path), simulated_plan(GRID[0].config(path, 0, slots))
-    best = true_best(truth, prep.study, prep.base, objective_metric_of(prep.objective, truth.primary) or "")
+    best = true_best(truth, prep.study, prep.base, objective_metric_of(prep.invocation.objective, truth.primary) or "")
     return path, truth, best, len(thesis_grid(prep.study, prep.base)) * prep.base.epochs * GRID[0].seeds
 
 

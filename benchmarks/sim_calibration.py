@@ -68,10 +68,10 @@ def one_study(folder: Path, truth: str, i: int, args: argparse.Namespace) -> str
         5,
         study.plan.stores.tracking_uri,
         str(folder / "results"),
-        max_concurrent=cfg.max_concurrent,
+        resources=study.plan.resources,
     )
     try:
-        return finalize(final, trial_kind).headline.verdict
+        return finalize(final, trial_kind, kind=study.plan.kind).headline.verdict
     except ConfigError as exc:  # e.g. no completed multitask trial: finalize has no comparison, no verdict
         return f"no comparison ({exc})"
 
@@ -96,9 +96,11 @@ def screen_study(i: int, trials: int) -> tuple[bool, bool]:
     path = resolve_truth("null")
     cfg = SearchConfig("absa", preset="full", simulate=path, trials=trials, seeds=3, max_concurrent=8, search_seed=i)
     study = simulate(cfg, replace(load_truth(path), seed=i))
-    table = search_table(study.trials, study.plan.objective, study.plan.base.epochs)
+    table = search_table(study.trials, study.plan.invocation.objective, study.plan.base.epochs)
     family = sum(not r.baseline for r in table)
-    done = by_objective(versus_baseline([r for r in table if r.status == COMPLETED], study.plan.mode, family), "max")
+    done = by_objective(
+        versus_baseline([r for r in table if r.status == COMPLETED], study.plan.invocation.mode, family), "max"
+    )
     shown = done[:TOP]
     base = next(x.trial for x in done if x.trial.baseline).objective_seeds
     unadjusted = False

@@ -35,7 +35,6 @@ import numpy as np
 from search.study.config import SearchConfig
 from search.study.kind import TrainedTrials
 from search.study.plan import cohort_families, plan_offline
-from search.study.strategy import strategy_of
 from spaces import get_study
 from spaces.canonical import apply_choices, schema_label, task_label, thesis_grid
 from trainables.cli import ArgumentParser, run_main, setup_logging
@@ -284,12 +283,12 @@ def estimate(
     ratios: dict[str, float] | None = None,
 ) -> dict:
     p = plan_offline(cfg, TrainedTrials())
-    study, base, seeds, trials = p.study, p.base, len(p.seeds), p.trials
+    study, base, seeds, trials = p.study, p.base, len(p.invocation.seeds), p.trials
     sizes = split_sizes(study, base)
     cost = strategy_cost(study, MEASURED_STRATEGY_COST if ratios is None else ratios)
     per_trial = rows_per_trial(study, base, sizes, seeds, cost)
     grace, factor, schedule = p.rungs.grace_period, p.rungs.reduction_factor, p.schedule
-    if strategy_of(p.search).rungs == "halving":  # the cohort: the study's first points, decided together
+    if p.strategy.cohort:  # the cohort: the study's first points, decided together
         cells = len(p.points)
         families = cohort_families(p.points)
         spent = halving_seed_epochs(
@@ -303,7 +302,7 @@ def estimate(
     arms = single_arms_of(p)
     out = {
         "study": study.name,
-        "preset": p.preset_name,
+        "preset": p.invocation.preset,
         "model": base.encoder.model,
         "epochs": base.epochs,
         "seeds": seeds,

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import replace
 
-from search.answer.config import FinalizeConfig
+from search.answer.config import FINAL_RESOURCES, FinalizeConfig
 from search.answer.final import finalize
 from search.answer.report import build_report
 from search.infra.storage import absolute_sqlite
@@ -55,12 +56,12 @@ def main() -> int:
         help="the MLflow store the study logged to (default: %(default)s)",
     )
     p.add_argument("--out", default=FinalizeConfig.out_dir, help="directory of the report (default: %(default)s)")
-    p.add_argument("--cpus-per-trial", type=float, default=FinalizeConfig.cpus_per_trial, help="default: %(default)s")
-    p.add_argument("--gpus-per-trial", type=float, default=FinalizeConfig.gpus_per_trial, help="default: %(default)s")
+    p.add_argument("--cpus-per-trial", type=float, default=FINAL_RESOURCES.cpus_per_trial, help="default: %(default)s")
+    p.add_argument("--gpus-per-trial", type=float, default=FINAL_RESOURCES.gpus_per_trial, help="default: %(default)s")
     p.add_argument(
         "--max-concurrent",
         type=int,
-        default=FinalizeConfig.max_concurrent,
+        default=FINAL_RESOURCES.max_concurrent,
         help="final runs at once (default: %(default)s)",
     )
     p.add_argument("--address", help="Ray cluster address (default: a private local Ray)")
@@ -74,10 +75,13 @@ def main() -> int:
         args.seeds,
         absolute_sqlite(args.tracking_uri),
         args.out,
-        args.cpus_per_trial,
-        args.gpus_per_trial,
-        args.max_concurrent,
-        args.address,
+        replace(
+            FINAL_RESOURCES,
+            cpus_per_trial=args.cpus_per_trial,
+            gpus_per_trial=args.gpus_per_trial,
+            max_concurrent=args.max_concurrent,
+            address=args.address,
+        ),
         not args.no_register,
         args.max_seeds,
     )

@@ -349,21 +349,11 @@ def main() -> int:
         return 130
     final, why = None, "--no-finalize"
     if plan.finalize:
-        res = plan.resources
         try:
-            final = finalize(
-                FinalizeConfig(
-                    plan.study.name,
-                    study.name,
-                    plan.final_seeds,
-                    plan.stores.tracking_uri,
-                    cpus_per_trial=res.cpus_per_trial,
-                    gpus_per_trial=res.gpus_per_trial,
-                    max_concurrent=res.max_concurrent,
-                    address=res.address,
-                ),
-                trial_kind,
+            final_cfg = FinalizeConfig(
+                plan.study.name, study.name, plan.final_seeds, plan.stores.tracking_uri, resources=plan.resources
             )
+            final = finalize(final_cfg, trial_kind, kind=plan.kind)
         except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
             why = str(exc)

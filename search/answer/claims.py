@@ -252,6 +252,24 @@ class Contender:
 
 
 @dataclass(frozen=True)
+class Sides:
+    """A finalize's contenders by role: the winner (best multitask trial), its opponent (best single-task trial)
+    and the winner's ablation (None where the opponent is it: the same config)."""
+
+    winner: Contender
+    opponent: Contender
+    ablation: Contender | None = None
+
+    @property
+    def all(self) -> list[Contender]:
+        return [c for c in (self.winner, self.opponent, self.ablation) if c is not None]
+
+    def other(self, key: str) -> Contender:
+        """Claim ``key``'s other side: the opponent (TUNED), or the ablation (ABLATION; the opponent where it is it)."""
+        return (self.ablation or self.opponent) if key == ABLATION else self.opponent
+
+
+@dataclass(frozen=True)
 class Claim:
     """One claim's comparison: the winner against ``other`` on every primary test metric, one verdict."""
 
@@ -282,7 +300,8 @@ def compare(
     key: str,
     winner: Contender,
     other: Contender,
-    metrics: list[str],
+    *,
+    metrics: Sequence[str],
     seeds: Sequence[int],
     mode: str,
     objective_metric: str | None,

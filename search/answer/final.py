@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from search.answer.claims import ABLATION, TUNED, UNTUNED, Contender, Risk, ablation_config, compare
+from search.answer.claims import ABLATION, TUNED, UNTUNED, Contender, Risk, Sides, ablation_config, compare
 from search.answer.comparison import FinalResult
 from search.answer.config import FinalizeConfig
 from search.answer.contenders import (
@@ -41,20 +43,24 @@ from search.tracking.records import Invocation, objective_metric_of
 from spaces import get_study
 from trainables.config import ConfigError
 
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
 logger = logging.getLogger(__name__)
 
 
 # -- orchestration ----------------------------------------------------------------
-def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
-    """Choose, train the fresh seeds, compare, register, write; see the module docstring. ``kinds``: the
-    trial kind of the study's recorded truth file (``search.simulation.kind.trial_kind``)."""
+def finalize(cfg: FinalizeConfig, kinds: Kinds, kind: TrialKind | None = None) -> FinalResult:
+    """Choose, train the fresh seeds, compare, register, write; see the module docstring. ``kind``: the study's
+    trial kind where the caller has it (``search.run``'s plan); else ``kinds`` chooses it from the truth file the
+    study recorded (``search.simulation.kind.trial_kind``)."""
     from search.tracking.runs import client as mlflow_client
     from search.tracking.runs import find_parent, trial_table
 
     client = mlflow_client(cfg.tracking_uri)
     experiment, parent = find_parent(client, cfg.study, cfg.name)
     invocation = Invocation.from_params(parent.data.params)
-    kind = kinds(invocation.simulate)
+    kind = kind or kinds(invocation.simulate)
     name = parent.data.tags.get(rec.TUNE_EXPERIMENT_TAG, parent.info.run_name)
     primary = get_study(cfg.study).primary_name
     table = trial_table(client, experiment.experiment_id, parent)
@@ -66,9 +72,9 @@ def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
     winner = Contender("winner", winner_row, trial_config(client, winner_row.run_id))
     opponent = Contender("opponent", opponent_row, trial_config(client, opponent_row.run_id))
     ablated = ablation_config(winner.config)
-    contenders = [winner, opponent]
-    if ablation_row(winner.row, ablated).key != opponent.row.key:  # else: the opponent is it
-        contenders.append(Contender(ABLATION, ablation_row(winner.row, ablated), ablated))
+    own = ablation_row(winner.row, ablated).key != opponent.row.key  # else: the opponent is the ablation
+    sides = Sides(winner, opponent, Contender(ABLATION, ablation_row(winner.row, ablated), ablated) if own else None)
+    contenders = sides.all
     for c in contenders:
         row = c.row
         earlier = [
@@ -88,47 +94,47 @@ def finalize(cfg: FinalizeConfig, kinds: Kinds) -> FinalResult:
         train_missing(cfg, parent.info.run_id, invocation, contenders, missing, primary, seeds, kind)
     dev_floor = rec.majority_of(parent.data.metrics).get(objective_metric_of(invocation.objective, primary) or "")
     floor = dev_floor if dev_floor is not None else float("nan")
-    ablation_key = contenders[2].row.key if len(contenders) > 2 else opponent.row.key
-    risks = {
-        TUNED: search_risk(table, floor, winner.row.key, opponent.row.key),
-        ABLATION: search_risk(table, floor, winner.row.key, ablation_key),
-    }
+    risks = {key: search_risk(table, floor, winner.row.key, sides.other(key).row.key) for key in (TUNED, ABLATION)}
     tuned = len({r.key for r in table if r.single_task}) > 1  # else the single-task side is the baseline alone
-    return conclude(cfg, client, parent.info.run_id, invocation, name, seeds, contenders, risks, kind, tuned)
+    return conclude(
+        cfg, client, parent_run_id=parent.info.run_id, invocation=invocation, name=name, seeds=seeds, sides=sides,
+        risks=risks, kind=kind, single_tuned=tuned,
+    )  # fmt: skip
 
 
 def conclude(
     cfg: FinalizeConfig,
-    client,
+    client: MlflowClient,
+    *,
     parent_run_id: str,
     invocation: Invocation,
     name: str,
-    seeds,
-    contenders,
-    risks: dict[str, Risk],
+    seeds: list[int],
+    sides: Sides,
+    risks: Mapping[str, Risk],
     kind: TrialKind,
     single_tuned: bool = True,
-):
+) -> FinalResult:
     """Both claims on test at this look, the model registered, the numbers recorded on the parent run.
     ``single_tuned``: whether the search tried a second single-task config (else: the untuned baseline)."""
-    winner, opponent = contenders[:2]
-    ablation = contenders[2] if len(contenders) > 2 else opponent
     study = get_study(cfg.study)
-    metrics = list(dict.fromkeys(m for c in contenders for m in c.test))
+    metrics = list(dict.fromkeys(m for c in sides.all for m in c.test))
     if not metrics:
         raise ConfigError(f"study run {name}: its final runs logged no per-seed {study.primary_name} test scores")
     objective_metric = objective_metric_of(invocation.objective, study.primary_name)
-    majority = kind.majority_on_test(opponent.config)
+    majority = kind.majority_on_test(sides.opponent.config)
     tags = client.get_run(parent_run_id).data.tags
     looks = earlier_looks(tags)
     check_seeds(looks, len(seeds))
     design = design_of(tags, cfg.max_seeds, len(seeds))
     named = {TUNED: "" if single_tuned else UNTUNED}  # claim (a)'s other side where the search tuned none
-    common = dict(objective_metric=objective_metric, fallback=study.metric, floor=majority, design=design)
     claims = tuple(
-        compare(*side, metrics, seeds, invocation.mode, **common, earlier=pairs_before(looks, side[0], len(seeds)),
-                risk=risks.get(side[0], Risk()), other_name=named.get(side[0], ""))
-        for side in ((TUNED, winner, opponent), (ABLATION, winner, ablation))
+        compare(
+            key, sides.winner, sides.other(key), metrics=metrics, seeds=seeds, mode=invocation.mode,
+            objective_metric=objective_metric, fallback=study.metric, floor=majority, design=design,
+            earlier=pairs_before(looks, key, len(seeds)), risk=risks.get(key, Risk()), other_name=named.get(key, ""),
+        )
+        for key in (TUNED, ABLATION)
     )  # fmt: skip
     result = FinalResult(
         cfg.study,
@@ -136,7 +142,7 @@ def conclude(
         invocation.objective,
         invocation.mode,
         seeds,
-        winner,
+        sides.winner,
         claims,
         majority=majority,
         search_seeds=list(invocation.seeds),

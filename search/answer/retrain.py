@@ -39,8 +39,9 @@ def train_missing(
     from search.infra.ray_connect import connect_address
     from search.infra.resources import check_request
 
-    connect_address(cfg.address, kind.ray_cpus(cfg.max_concurrent, cfg.cpus_per_trial, os.cpu_count() or 1))
-    check_request(cfg.cpus_per_trial, cfg.gpus_per_trial, local=cfg.address in (None, "local"))
+    res = cfg.resources
+    connect_address(res.address, kind.ray_cpus(res.max_concurrent, res.cpus_per_trial, os.cpu_count() or 1))
+    check_request(res.cpus_per_trial, res.gpus_per_trial, local=res.address in (None, "local"))
     points = [final_point(c, missing[c.role], invocation.objective) for c in contenders if missing[c.role]]
     results = fit_final_runs(cfg, parent_run_id, invocation, contenders, points, kind)
     by_run = {c.row.run_id: c for c in contenders}
@@ -81,6 +82,7 @@ def fit_final_runs(
     from ray import tune
 
     from search.study.progress import FinalLines
+    from search.study.tuner import build_tuner
     from search.tracking.sink import spool_path, study_spool
     from search.tracking.tracker import MLflowTracker
 
@@ -91,19 +93,15 @@ def fit_final_runs(
     spool = study_spool(spool_path(tune_path), cfg.tracking_uri, parent_run_id)
     tracker = MLflowTracker(cfg.tracking_uri, parent_run_id, epochs, [], objective=objective, spool=str(spool.path))
     cpus, concurrent = final_slots(cfg, len(points))
-    tuner = tune.Tuner(
-        kind.final_trainable([c.config for c in contenders], objective, cpus, cfg.gpus_per_trial),
-        param_space={"trial": tune.grid_search(points)},
-        tune_config=tune.TuneConfig(
-            max_concurrent_trials=concurrent, trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}"
-        ),
-        run_config=tune.RunConfig(
-            name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}",
-            storage_path=storage,
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-            callbacks=[tracker, FinalLines(objective, epochs)],
-            verbose=0,
-        ),
+    tuner = build_tuner(
+        kind.final_trainable([c.config for c in contenders], objective, cpus, cfg.resources.gpus_per_trial),
+        {"trial": tune.grid_search(points)},
+        name=f"{study_experiment}-final-{time.strftime('%Y%m%d-%H%M%S')}",
+        storage=storage,
+        max_failures=cfg.resources.max_failures,  # a final run whose process or node is lost goes on, as a trial does
+        keep_checkpoints=1,
+        callbacks=[tracker, FinalLines(objective, epochs)],
+        max_concurrent_trials=concurrent,
     )
     results = tuner.fit()
     if not spool.drain(spool.grace_s):
@@ -119,9 +117,10 @@ def final_slots(cfg: FinalizeConfig, arms: int) -> tuple[float, int]:
     the CPUs the slots would hold: with 3 arms and 2 slots the third would otherwise train alone on one
     core while the other waits (measured: the default run's final phase, issue 30); each run keeps one
     torch thread at least, so the numbers are the same either way."""
-    if cfg.gpus_per_trial > 0 or arms <= cfg.max_concurrent:
-        return cfg.cpus_per_trial, cfg.max_concurrent
-    share = math.floor(cfg.cpus_per_trial * cfg.max_concurrent / arms * 1e4) / 1e4  # Ray counts in 1e-4 units
+    res = cfg.resources
+    if res.gpus_per_trial > 0 or arms <= res.max_concurrent:
+        return res.cpus_per_trial, res.max_concurrent
+    share = math.floor(res.cpus_per_trial * res.max_concurrent / arms * 1e4) / 1e4  # Ray counts in 1e-4 units
     return share, arms
 
 

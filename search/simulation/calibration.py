@@ -81,15 +81,17 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
     """One study of ``cfg`` on ``truth`` through the simulator, then both claims at every look."""
     study = simulate(cfg, truth)
     epochs = study.plan.base.epochs
-    metric = objective_metric_of(study.plan.objective, truth.primary)
+    metric = objective_metric_of(study.plan.invocation.objective, truth.primary)
     if metric is None:
-        raise ConfigError(f"objective {study.plan.objective}: not a dev metric of {truth.primary}, no true score")
-    table = search_table(study.trials, study.plan.objective, epochs)
-    winner_row, opponent_row = choose(table, study.plan.mode)
+        raise ConfigError(
+            f"objective {study.plan.invocation.objective}: not a dev metric of {truth.primary}, no true score"
+        )
+    table = search_table(study.trials, study.plan.invocation.objective, epochs)
+    winner_row, opponent_row = choose(table, study.plan.invocation.mode)
     by_id = {t.trial_id: t for t in study.trials}
     configs = {r: by_id[row.run_id].trial_config.training() for r, row in (("w", winner_row), ("o", opponent_row))}
     ablated = ablation_config(configs["w"])
-    seeds = final_seeds(list(study.plan.seeds), looks[-1])
+    seeds = final_seeds(list(study.plan.invocation.seeds), looks[-1])
     sides = {}
     for role, row, config, key in (
         ("winner", winner_row, configs["w"], winner_row.key),
@@ -97,8 +99,12 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
         (ABLATION, TrialRecord(run_id="", label="ablation"), ablated, canonical_key(ablated)),
     ):
         c = Contender(role, row, config)
-        scores = truth.trial_metrics(config.with_(evaluate_test=True), key, seeds, config.epochs, study.plan.objective)
-        final = TrialRecord(row.run_id, row.label, objective_metric=strip_mean(study.plan.objective), metrics=scores)
+        scores = truth.trial_metrics(
+            config.with_(evaluate_test=True), key, seeds, config.epochs, study.plan.invocation.objective
+        )
+        final = TrialRecord(
+            row.run_id, row.label, objective_metric=strip_mean(study.plan.invocation.objective), metrics=scores
+        )
         collect(c, [final], truth.primary, seeds)
         sides[role] = c
     floor = dict(truth.majority)
@@ -111,15 +117,25 @@ def through_search(cfg: SearchConfig, truth: Truth, looks: tuple[int, ...]) -> l
         for k in looks:
             metrics = list(sides["winner"].test)
             headline = compare(
-                claim, sides["winner"], sides[other], metrics, seeds[:k], study.plan.mode, metric, None, floor,
-                pairs, design, search_risk(table, floor.get(metric, math.nan), winner_row.key, keys[other]),
-            ).headline  # fmt: skip
+                claim,
+                sides["winner"],
+                sides[other],
+                metrics=metrics,
+                seeds=seeds[:k],
+                mode=study.plan.invocation.mode,
+                objective_metric=metric,
+                fallback=None,
+                floor=floor,
+                earlier=pairs,
+                design=design,
+                risk=search_risk(table, floor.get(metric, math.nan), winner_row.key, keys[other]),
+            ).headline
             verdicts.append(headline.verdict)
             pairs.append(headline.diff.n)
         true = truth.true_score(sides["winner"].config, metric, "test") - truth.true_score(
             sides[other].config, metric, "test"
         )
-        out.append(Outcome(claim, tuple(verdicts), true if study.plan.mode == "max" else -true))
+        out.append(Outcome(claim, tuple(verdicts), true if study.plan.invocation.mode == "max" else -true))
     return out
 
 

@@ -10,7 +10,6 @@ from typing import Any
 from search.simulation.trainable import cached_truth, simulated_trainable
 from search.simulation.truth import is_table
 from search.study.kind import TrainedTrials, TrialData, TrialKind, with_resources
-from search.study.strategy import strategy_of
 from spaces import Study, apply_choices, canonical
 from trainables.config import ConfigError, TrainConfig
 
@@ -88,19 +87,23 @@ class ReplayedTrials(SimulatedTrials):
         """Only a study whose trials are the grid's cells (``--search grid``, ``cells-halving`` without
         ``--trials`` beyond the cells), each in the table, at a screen point and on a metric the table holds."""
         flag, cells, table = f"--simulate {self.truth}", len(plan.points), self.model
-        if strategy_of(plan.search).first != "cells":
+        if plan.strategy.first != "cells":
             why = f" ({plan.search_reason})" if plan.search_reason else ""
-            raise ConfigError(f"{flag}: --search {plan.search}{why} tries configs beyond the grid's cells; {ONLY}")
+            raise ConfigError(
+                f"{flag}: --search {plan.strategy.name}{why} tries configs beyond the grid's cells; {ONLY}"
+            )
         if plan.trials > cells:
             extra = f"{plan.trials - cells} configs after the grid's {cells} cells"
-            raise ConfigError(f"{flag}: --search {plan.search} with {plan.trials} trials tries {extra}; {ONLY}")
+            raise ConfigError(f"{flag}: --search {plan.strategy.name} with {plan.trials} trials tries {extra}; {ONLY}")
         if plan.screen and plan.screen not in table.points:
             held = [p for p in table.points if p < 1]
             fix = f"--screen-fraction {held[0]:g} replays its screen point" if held else "it holds none"
             raise ConfigError(f"{flag}: the screen point {plan.screen:g} is not in the table ({fix}; 0: none)")
         known = [f"{table.primary}/dev/{m}/mean" for m in table.tasks[table.primary]]
-        if plan.objective not in known:
-            raise ConfigError(f"--metric {plan.objective}: not in the table {self.truth}; expected one of {known}")
+        if plan.invocation.objective not in known:
+            raise ConfigError(
+                f"--metric {plan.invocation.objective}: not in the table {self.truth}; expected one of {known}"
+            )
         for point in plan.points:  # a cell the table lacks is refused here, not when its trial runs
             table.cell(canonical(apply_choices(plan.base, point, plan.study)))
         return plan

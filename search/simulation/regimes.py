@@ -181,9 +181,19 @@ def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
         verdicts, pairs = [], []
         for k in sim.looks:
             look = compare(
-                claim, sides["winner"], sides[other], [METRIC], seeds[:k], "max", METRIC, None,
-                {METRIC: MAJORITY}, pairs, design, risk,
-            ).headline  # fmt: skip
+                claim,
+                sides["winner"],
+                sides[other],
+                metrics=[METRIC],
+                seeds=seeds[:k],
+                mode="max",
+                objective_metric=METRIC,
+                fallback=None,
+                floor={METRIC: MAJORITY},
+                earlier=pairs,
+                design=design,
+                risk=risk,
+            ).headline
             verdicts.append(look.verdict)
             pairs.append(look.diff.n)
         out.append(Outcome(claim, tuple(verdicts), world.true(configs["winner"]) - world.true(configs[other])))

@@ -54,19 +54,23 @@ class Pick:
 def selections(study: SimulatedStudy, truth: Truth) -> list[Pick]:
     """The selection after every trial's end, in time order: the study's best-so-far curve (the last is
     what the study recommends when it ends)."""
-    metric = objective_metric_of(study.plan.objective, truth.primary)
+    metric = objective_metric_of(study.plan.invocation.objective, truth.primary)
     if metric is None:
-        raise ConfigError(f"objective {study.plan.objective}: not a dev metric of {truth.primary}, no true score")
+        raise ConfigError(
+            f"objective {study.plan.invocation.objective}: not a dev metric of {truth.primary}, no true score"
+        )
     by_id = {t.trial_id: t for t in study.trials}
     rows: list[TrialRecord] = []
     picks: list[Pick] = []
     for event in study.events:
         if event.kind != "end":
             continue
-        rows.append(TrialRecord.of_ended(by_id[event.trial_id], study.plan.objective, study.plan.base.epochs))
+        rows.append(
+            TrialRecord.of_ended(by_id[event.trial_id], study.plan.invocation.objective, study.plan.base.epochs)
+        )
         if rows[-1].status != COMPLETED and picks:
             continue  # a stopped trial changes no selection
-        row = selected(rows, study.plan.mode)
+        row = selected(rows, study.plan.invocation.mode)
         if row is None:
             continue
         config = by_id[row.run_id].trial_config.training()
@@ -81,15 +85,15 @@ def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
     ``k`` seeds the search never trained (the simulated trainable's scores), through finalize's own
     ``collect`` and ``compare``; the headline verdict, or ``no comparison`` where a side has no
     completed trial."""
-    metric = objective_metric_of(study.plan.objective, truth.primary) or ""
+    metric = objective_metric_of(study.plan.invocation.objective, truth.primary) or ""
     epochs = study.plan.base.epochs
     by_id = {t.trial_id: t for t in study.trials}
-    table = [TrialRecord.of_ended(t, study.plan.objective, epochs) for t in study.trials]
+    table = [TrialRecord.of_ended(t, study.plan.invocation.objective, epochs) for t in study.trials]
     try:
-        sides = choose(table, study.plan.mode)
+        sides = choose(table, study.plan.invocation.mode)
     except ConfigError:
         return "no comparison"
-    seeds = final_seeds(list(study.plan.seeds), k)
+    seeds = final_seeds(list(study.plan.invocation.seeds), k)
     contenders = []
     for role, row in zip(("winner", "opponent"), sides):
         trial = by_id[row.run_id]
@@ -104,6 +108,14 @@ def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
         collect(contender, [final], truth.primary, seeds)
         contenders.append(contender)
     claim = compare(
-        TUNED, contenders[0], contenders[1], [metric], seeds, study.plan.mode, metric, None, dict(truth.majority)
+        TUNED,
+        contenders[0],
+        contenders[1],
+        metrics=[metric],
+        seeds=seeds,
+        mode=study.plan.invocation.mode,
+        objective_metric=metric,
+        fallback=None,
+        floor=dict(truth.majority),
     )
     return claim.headline.verdict

@@ -47,7 +47,7 @@ def simulated_plan(cfg: SearchConfig) -> StudyPlan:
 def searcher_for(study_plan: StudyPlan, multivariate: bool = False):
     """``search.study.tuner.optuna_searcher``'s searcher in an in-memory Optuna storage: an RDB's commits
     would cost more than the rest of a simulated trial. ``multivariate``: see ``sampler_of``."""
-    name = f"simulated-{study_plan.search}-{study_plan.search_seed}"
+    name = f"simulated-{study_plan.strategy.name}-{study_plan.search_seed}"
     storage = optuna.storages.InMemoryStorage()
     return optuna_searcher(study_plan, storage=storage, sampler=sampler_of(study_plan, multivariate), name=name)
 
@@ -89,15 +89,15 @@ def simulate(
     after that many results (:class:`search.simulation.backend.Backend`)."""
     study_plan = simulated_plan(cfg)
     asha = scheduler(study_plan, dict(truth.majority))
-    asha.set_search_properties(study_plan.objective, study_plan.mode)  # as tune.run does
+    asha.set_search_properties(study_plan.invocation.objective, study_plan.invocation.mode)  # as tune.run does
     searcher = searcher_for(study_plan, multivariate)
     backend = Backend(
         searcher,
         asha,
         truth,
-        study_plan.objective,
+        study_plan.invocation.objective,
         study_plan.base.epochs,
-        list(study_plan.seeds),
+        list(study_plan.invocation.seeds),
         study_plan.trials,
         study_plan.resources.max_concurrent,
         seconds_per_epoch=truth.time.seconds_per_epoch or 1.0,  # 0 in a truth means "no sleep"; any unit will do

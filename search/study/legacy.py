@@ -1,4 +1,8 @@
-"""Tune experiments saved before ``search/`` was split into rooms, restorable by ``--resume``.
+"""Tune experiments saved by an older version, restorable by ``--resume``: the one converter of old pickles
+(besides cohort halving's versioned state, ``search.study.cohort_rungs``).
+
+Objects Tune pickled with a field missing (``tuner.pkl`` holds the scheduler and the callbacks as the study
+created them) take the class's :data:`SavedDefaults.SAVED_DEFAULTS` for it (:class:`SavedDefaults`).
 
 ``Tuner.restore`` unpickles the searcher, scheduler and callbacks that ``search.run`` gave the
 Tuner (and a simulated study's trainable and truth, where a pickle holds them), by the module paths
@@ -9,8 +13,10 @@ they had when the study started. Before the split those were flat modules (``sea
 
 from __future__ import annotations
 
+import copy
 import importlib
 import sys
+from typing import Any, ClassVar
 
 # module of a study saved before the split -> where its pickled classes live now
 MOVED = {
@@ -40,3 +46,13 @@ def accept_saved_before_rooms() -> None:
         for name, new in names.items():
             if not hasattr(module, name):
                 setattr(module, name, getattr(importlib.import_module(new), name))
+
+
+class SavedDefaults:
+    """Unpickling fills the fields an object pickled before they existed lacks: ``SAVED_DEFAULTS``, each the
+    neutral value (the rule the older version decided with)."""
+
+    SAVED_DEFAULTS: ClassVar[dict[str, Any]] = {}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update({**copy.deepcopy(self.SAVED_DEFAULTS), **state})

@@ -24,7 +24,7 @@ from search.study.config import (
 )
 from search.study.kind import TrialKind
 from search.study.names import resume_command
-from search.study.strategy import DEFAULT, FALLBACK, default_search, strategy_of
+from search.study.strategy import DEFAULT, FALLBACK, SearchStrategy, default_search, strategy_of
 from search.tracking.records import Invocation
 from spaces import Preset, Study, baseline_choices, thesis_grid
 from trainables.cli import mask_credentials
@@ -91,7 +91,6 @@ class StudyPlan:
     """Everything one study invocation does, derived once (:func:`plan`)."""
 
     study: Study  # with this invocation's candidates and ranges
-    preset_name: str  # chosen, or recorded by the study a --resume continues
     preset_reason: str  # why the kind chose it without --preset (a line); "" where --preset or the record said
     gpu_reason: str  # what the trials' GPUs are on a cluster with GPUs (a line); "" on one without
     search_reason: str  # which strategy ``--search default`` runs and why (a line); "" where --search named one
@@ -99,12 +98,9 @@ class StudyPlan:
     study_file: str  # the .toml file the study came from; "": a built-in
     kind: TrialKind
     base: TrainConfig  # what every trial's TrainConfig shares
-    seeds: tuple[int, ...]  # every trial's
     schedule: SeedSchedule | None  # seeds as a fidelity; None: every seed throughout
     screen: float | None  # the screen point inside the first epoch where search trials first report; None: none
-    objective: str
-    mode: str
-    search: str
+    strategy: SearchStrategy  # the one --search names (``default`` resolved), or the resumed study recorded
     search_seed: int
     trials: int
     points: tuple[dict[str, Any], ...]  # what the searcher tries first
@@ -112,7 +108,8 @@ class StudyPlan:
     resources: Resources
     stores: Stores
     name: str  # the Tune experiment, the Optuna study, the parent run's name
-    invocation: Invocation  # what the parent run records (on --resume: what it recorded)
+    # what the parent run records (on --resume: what it recorded): the preset's name, seeds, objective and mode
+    invocation: Invocation
     resuming: bool
     parent_run_id: str  # on --resume, the study's parent MLflow run; "" for a new one
     report: bool
@@ -154,9 +151,9 @@ def stores_of(cfg: SearchConfig) -> Stores:
     )
 
 
-def first_points(search: str, study: Study, base: TrainConfig) -> tuple[dict[str, Any], ...]:
+def first_points(strategy: SearchStrategy, study: Study, base: TrainConfig) -> tuple[dict[str, Any], ...]:
     """What the searcher tries first: every cell of the thesis grid (a screen), or the baseline alone."""
-    cells = strategy_of(search).first == "cells"
+    cells = strategy.first == "cells"
     return tuple(thesis_grid(study, base) if cells else [baseline_choices(study, base)])
 
 
@@ -181,28 +178,29 @@ def resolved_search(cfg: SearchConfig, study: Study, base: TrainConfig, preset: 
     return replace(cfg, search=search), f"--search {search}: every one of the {cells} cells of the grid; {budget}"
 
 
-def check_screen_rungs(cfg: SearchConfig, screen: float | None, search_reason: str) -> float | None:
+def check_screen_rungs(strategy: SearchStrategy, screen: float | None, search_reason: str) -> float | None:
     """``screen`` where the strategy's rungs decide at it (halving: the cohort is compared there); one line
     where ``--screen-fraction`` asks for one under ASHA, whose rungs are whole epochs."""
-    if screen and strategy_of(cfg.search).rungs != "halving":
+    if screen and not strategy.cohort:
         why = f" ({search_reason})" if search_reason else ""
         raise ConfigError(
-            f"--screen-fraction {screen:g}: --search {cfg.search}{why} decides at whole epochs; a screen point "
+            f"--screen-fraction {screen:g}: --search {strategy.name}{why} decides at whole epochs; a screen point "
             "needs the halving rungs (--search cells-halving)"
         )
     return screen
 
 
-def rungs_of(cfg: SearchConfig, preset: Preset, epochs: int, search_reason: str = "") -> Rungs:
+def rungs_of(
+    cfg: SearchConfig, strategy: SearchStrategy, preset: Preset, epochs: int, search_reason: str = ""
+) -> Rungs:
     """ASHA's rungs; a grace period past the last epoch stops nothing, as one at it does (a replay runs at its
     table's epochs, whatever the grace period was chosen for). ``search_reason``: why ``--search default``
     became the strategy it is, said where a flag needs another."""
-    strategy = strategy_of(cfg.search)
     strata = cfg.strata if cfg.strata is not None else strategy.strata
     hedge = cfg.hedge if cfg.hedge is not None else strategy.hedge
-    if (strata > 1 or hedge) and strategy.rungs != "halving":
+    if (strata > 1 or hedge) and not strategy.cohort:
         why = f" ({search_reason}; --search cells-halving has it)" if search_reason else ""
-        raise ConfigError(f"--strata and --hedge act on cohort halving: --search {cfg.search} has none{why}")
+        raise ConfigError(f"--strata and --hedge act on cohort halving: --search {strategy.name} has none{why}")
     grace = min(cfg.grace_period or preset.grace_period, epochs)
     return Rungs(grace, reduction_factor_of(cfg, preset), epochs, strata, hedge)
 
@@ -223,26 +221,25 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     preset = study.preset(preset_name)
     base = base_config(replace(cfg, epochs=kind.epochs(cfg.epochs)), study, preset)
     cfg, search_reason = resolved_search(cfg, study, base, preset)
-    rungs = rungs_of(cfg, preset, base.epochs, search_reason)
+    strategy = strategy_of(cfg.search)  # resolved once: everything after takes the object
+    rungs = rungs_of(cfg, strategy, preset, base.epochs, search_reason)
     seeds = seeds_of(cfg, preset) if started is None else started.invocation.seeds
     first = first_rung_of(cfg, preset)
-    screen = check_screen_rungs(cfg, screen_of(cfg, base.warmup * base.epochs), search_reason)
-    schedule = None if first is None else seed_schedule(cfg, len(seeds), first, rungs)
-    points = first_points(cfg.search, study, base)
+    screen = check_screen_rungs(strategy, screen_of(cfg, base.warmup * base.epochs), search_reason)
+    schedule = None if first is None else seed_schedule(strategy, len(seeds), first, rungs)
+    points = first_points(strategy, study, base)
     gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)
     resources = resources_of(cfg, kind, site, gpus)
     resuming = started is not None
     if started is None:
         name = cfg.name or f"{cfg.study}-{preset_name}-{site.stamp}"
-        strategy = strategy_of(cfg.search)
         cells = strategy.only_first or (strategy.cells_budget and not cfg.trials)
         trials = len(points) if cells else (cfg.trials or preset.trials)
-        record = Record(cfg, kind, study, preset_name, base, seeds, first or 0, trials, gpus, screen or 0.0)
+        record = Record(cfg, kind, study, preset_name, base, tuple(seeds), first or 0, trials, gpus, screen or 0.0)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation
     made = StudyPlan(
         study=study,
-        preset_name=preset_name,
         preset_reason=preset_reason,
         gpu_reason=gpu_reason,
         search_reason=search_reason,
@@ -250,12 +247,9 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         study_file=cfg.study_file or "",
         kind=kind,
         base=base,
-        seeds=tuple(seeds),
         schedule=schedule,
         screen=screen,
-        objective=invocation.objective,
-        mode=invocation.mode,
-        search=invocation.search,
+        strategy=strategy,
         search_seed=cfg.search_seed,
         trials=max(invocation.trials, cfg.trials or 0) if resuming else invocation.trials,
         points=points[: invocation.trials],  # a point past the budget would wait in Optuna, never run
@@ -330,12 +324,12 @@ def plan_offline(cfg: SearchConfig, kind: TrialKind) -> StudyPlan:
     return plan(cfg, kind, Site(time.strftime("%Y%m%d-%H%M%S"), os.cpu_count() or 1), stores_of(cfg))
 
 
-def seed_schedule(cfg: SearchConfig, seeds: int, first: int, rungs: Rungs) -> SeedSchedule:
+def seed_schedule(strategy: SearchStrategy, seeds: int, first: int, rungs: Rungs) -> SeedSchedule:
     """Seeds as a fidelity: ``first`` seeds to the first rung, times the reduction factor per rung passed, all
     K past the last; under a strategy whose finalists alone train every seed, ``first`` up to the last epoch
     below ``max_t`` (the last halving rung) and all K past it, and the baseline ``first`` throughout (finalize
     compares it with the winner on fresh seeds; more seeds here would decide nothing)."""
-    if strategy_of(cfg.search).finalist_seeds and rungs.max_t > 1:
+    if strategy.finalist_seeds and rungs.max_t > 1:
         return SeedSchedule(seeds, first, (rungs.max_t - 1,), rungs.reduction_factor, baseline_first=True)
     return SeedSchedule(seeds, first, rungs_epochs(rungs), rungs.reduction_factor)
 

@@ -10,11 +10,12 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, ClassVar, TextIO
 
 from ray.tune import Callback, ProgressReporter
 
 from search.infra.tune_status import PAUSED, RUNNING
+from search.study.legacy import SavedDefaults
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
 from trainables.fidelity import SEED_COUNT, SeedSchedule
@@ -87,7 +88,7 @@ def score_text(result: dict[str, Any], objective: str) -> str:
 
 
 @dataclass(frozen=True)
-class Work:
+class Work(SavedDefaults):
     """What the scheduler still expects a study to train, in seed-epochs (an epoch of one seed): ``seeds`` per
     trial (K), the last epoch ``max_t``, the rung epochs below it and the odds a trial goes on at each
     (``passes``; none given: ASHA's 1/reduction_factor). Results are taken as exchangeable; the baseline and
@@ -99,15 +100,16 @@ class Work:
     reduction_factor: int = 2
     passes: tuple[float, ...] = ()  # per rung; cohort halving's from its expected course (search.study.tuner)
     fidelity: Mapping[str, Any] | None = None  # the study's seed schedule, for trials not created yet
+    SAVED_DEFAULTS: ClassVar[dict[str, Any]] = {"passes": (), "fidelity": None}
 
     def passing(self, index: int) -> float:
-        passes = self.__dict__.get("passes", ())  # absent in a Work pickled before it
+        passes = self.passes
         return passes[index] if index < len(passes) else 1 / self.reduction_factor
 
     def schedule(self, config: Mapping[str, Any]) -> SeedSchedule:
         """The trial's seeds per epoch (``--first-rung-seeds``; else all K throughout)."""
         trial = TrialConfig.of_tune(config)
-        fidelity = trial.fidelity if config else self.__dict__.get("fidelity")  # {}: a trial not created yet
+        fidelity = trial.fidelity if config else self.fidelity  # {}: a trial not created yet
         return SeedSchedule.of(fidelity, trial.baseline, self.seeds)
 
     def expected(self, schedule: SeedSchedule, epoch: float = 0, decided: bool = True) -> float:
@@ -151,12 +153,12 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
 
 
-class StudyStatus(ProgressReporter):
+class StudyStatus(SavedDefaults, ProgressReporter):
     """Tune's progress report as one line a minute (and at the end). Replaces Tune's CLIReporter,
     whose table repeated every 30 s under a "Current best trial" that ranks last results of any
     epoch: a trial ASHA stopped at epoch 1 against completed ones."""
 
-    work: Work | None = None  # a reporter pickled before the ETA existed (a study resumed across versions) has none
+    SAVED_DEFAULTS: ClassVar[dict[str, Any]] = {"work": None}  # a reporter pickled before the ETA had no work
 
     def __init__(
         self,

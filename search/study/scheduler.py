@@ -23,10 +23,11 @@ baseline's) is its mean over the schedule's first seeds, the seeds every trial a
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, ClassVar
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
+from search.study.legacy import SavedDefaults
 from search.study.tune_compat import adopt_saved_state
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
@@ -54,7 +55,7 @@ def side_of(config: dict[str, Any]) -> str | None:
     return MULTITASK if len(trial.train.tasks) > 1 else SINGLE_TASK
 
 
-class ContenderKeepingASHA(ASHAScheduler):
+class ContenderKeepingASHA(SavedDefaults, ASHAScheduler):
     """Reads ASHA's private ``_time_attr``, ``_max_t``, ``_metric_op`` and ``_num_stopped`` (no
     public getters in Ray 2.60); a stop it overrides is taken back out of ASHA's count of stopped
     trials. ``leaders`` ((epoch, side) -> best score so far, in ASHA's maximising sign) is saved with
@@ -67,15 +68,12 @@ class ContenderKeepingASHA(ASHAScheduler):
 
     # what a scheduler pickled before a field existed takes back for it (Tune's tuner.pkl holds the scheduler as
     # the study created it): the neutral value, the rule it decided with
-    SAVED_DEFAULTS: dict[str, Any] = {"schedule": None, "leaders": {}}
+    SAVED_DEFAULTS: ClassVar[dict[str, Any]] = {"schedule": None, "leaders": {}}
 
     def __init__(self, *args: Any, schedule: SeedSchedule | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.schedule = schedule
         self.leaders: dict[tuple[float, str], float] = {}  # (epoch, side) -> best score so far (maximising sign)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update({**copy.deepcopy(self.SAVED_DEFAULTS), **state})
 
     def on_trial_add(self, tune_controller, trial) -> None:
         if adopt_saved_state(self, tune_controller):

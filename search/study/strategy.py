@@ -45,8 +45,13 @@ class SearchStrategy:
     strata: int = 1
     hedge: int = 0
 
+    @property
+    def cohort(self) -> bool:
+        """Whether its first points are decided together at each rung (cohort halving: search.study.halving)."""
+        return self.rungs == "halving"
+
     def __post_init__(self) -> None:
-        if (self.screen is not None or self.strata > 1 or self.hedge) and self.rungs != "halving":
+        if (self.screen is not None or self.strata > 1 or self.hedge) and not self.cohort:
             raise ValueError(f"search strategy {self.name}: a screen point, strata and a hedge need halving rungs")
         for key, allowed in (("first", FIRST), ("sampler", SAMPLERS), ("rungs", RUNGS)):
             if getattr(self, key) not in allowed:

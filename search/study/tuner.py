@@ -27,7 +27,6 @@ from search.study.prepare import ready
 from search.study.progress import StudyStatus, TrialLines, Work
 from search.study.scheduler import ContenderKeepingASHA, FamilyASHA
 from search.study.searcher import CanonicalOptunaSearch
-from search.study.strategy import strategy_of
 from search.tracking import records as rec
 from search.tracking.records import Invocation, objective_metric_of
 from search.tracking.runs import start_parent_run
@@ -75,7 +74,7 @@ def guard_of(plan: StudyPlan) -> disk.StorageGuard:
         plan.stores.root,
         plan.name,
         plan.base,
-        len(plan.seeds),
+        len(plan.invocation.seeds),
         plan.trials,
         plan.resources.max_concurrent,
         plan.resume_command,
@@ -108,7 +107,7 @@ def restored_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
 def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     """A new study: its Optuna searcher (the baseline or the thesis grid first), ASHA, the
     parent MLflow run with the invocation, and the callbacks that log, print and guard the disk."""
-    stores, objective, epochs = plan.stores, plan.objective, plan.base.epochs
+    stores, objective, epochs = plan.stores, plan.invocation.objective, plan.base.epochs
     check_new_name(plan.name, stores.root, stores.optuna_storage)
     data = ready(plan)
     make_sqlite_folder(stores.optuna_storage)  # a new --storage folder that holds Optuna's file
@@ -120,42 +119,71 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
     spool = study_spool(spool_path(plan.path), stores.tracking_uri, parent, stores.tracking_grace)
     end.opened(spool, plan.name, plan.path, stores.optuna_storage, plan.resume_command)
     log_majority(spool, data.majority)
-    tuner = tune.Tuner(
+    tracker = MLflowTracker(
+        stores.tracking_uri, parent, epochs, list(plan.invocation.seeds), objective=objective, spool=str(spool.path)
+    )
+    tuner = build_tuner(
         trainable_of(plan, data),
-        param_space=param_space_of(plan),
-        tune_config=tune.TuneConfig(
-            metric=objective,
-            mode=plan.mode,
-            search_alg=limiter_of(searcher, scheduler, plan.resources.max_concurrent),
-            scheduler=scheduler,
-            num_samples=plan.trials,
-            max_concurrent_trials=None,  # the limiter above
-            reuse_actors=True,  # a slot runs its next trial in the same process: no ~10 s start (benchmarks/README.md)
-            trial_dirname_creator=lambda trial: f"trial_{trial.trial_id}",
-        ),
-        run_config=tune.RunConfig(
-            name=plan.name,
-            storage_path=stores.root,
-            failure_config=tune.FailureConfig(max_failures=plan.resources.max_failures),
-            checkpoint_config=tune.CheckpointConfig(num_to_keep=KEEP_CHECKPOINTS),
-            callbacks=[
-                MLflowTracker(
-                    stores.tracking_uri, parent, epochs, list(plan.seeds), objective=objective, spool=str(spool.path)
-                ),
-                TrialLines(objective, epochs),
-                guard,
-            ],
-            progress_reporter=StudyStatus(objective, epochs, work=work_of(plan)),
-            verbose=1,
-        ),
+        param_space_of(plan),
+        name=plan.name,
+        storage=stores.root,
+        max_failures=plan.resources.max_failures,
+        keep_checkpoints=KEEP_CHECKPOINTS,
+        callbacks=[tracker, TrialLines(objective, epochs), guard],
+        progress_reporter=StudyStatus(objective, epochs, work=work_of(plan)),
+        verbose=1,
+        metric=objective,
+        mode=plan.invocation.mode,
+        search_alg=limiter_of(searcher, scheduler, plan.resources.max_concurrent),
+        scheduler=scheduler,
+        num_samples=plan.trials,
+        max_concurrent_trials=None,  # the limiter above
+        reuse_actors=True,  # a slot runs its next trial in the same process: no ~10 s start (benchmarks/README.md)
     )
     return Launch(plan.name, plan.path, tuner, spool, plan.invocation)
+
+
+def trial_folder(trial) -> str:
+    """A trial's folder in its experiment: its id (Tune's default name holds the config, too long for some disks)."""
+    return f"trial_{trial.trial_id}"
+
+
+def build_tuner(
+    trainable: Any,
+    param_space: dict[str, Any],
+    *,
+    name: str,
+    storage: str,
+    max_failures: int,
+    keep_checkpoints: int,
+    callbacks: list[Any],
+    progress_reporter: Any = None,
+    verbose: int = 0,
+    **tune_config: Any,
+) -> tune.Tuner:
+    """The one Tuner builder, of the search and of finalize's runs: the experiment ``name`` under ``storage``,
+    trials in folders named by id, a failed trial retried ``max_failures`` times from its last checkpoint, the
+    last ``keep_checkpoints`` kept; ``tune_config``: the rest of ``tune.TuneConfig`` (searcher, scheduler, ...)."""
+    return tune.Tuner(
+        trainable,
+        param_space=param_space,
+        tune_config=tune.TuneConfig(trial_dirname_creator=trial_folder, **tune_config),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=storage,
+            failure_config=tune.FailureConfig(max_failures=max_failures),
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=keep_checkpoints),
+            callbacks=callbacks,
+            progress_reporter=progress_reporter,
+            verbose=verbose,
+        ),
+    )
 
 
 def trainable_of(plan: StudyPlan, data: TrialData) -> Any:
     """The kind's trainable with the shared data and each trial's resources."""
     res = plan.resources
-    return plan.kind.trainable(data, plan.objective, res.cpus_per_trial, res.gpus_per_trial)
+    return plan.kind.trainable(data, plan.invocation.objective, res.cpus_per_trial, res.gpus_per_trial)
 
 
 def say_baseline_moves(plan: StudyPlan) -> None:
@@ -176,7 +204,7 @@ def sampler_of(plan: StudyPlan, multivariate: bool = False) -> optuna.samplers.B
     over the joint density of each group of parameters sampled together (``group``: the space is
     conditional); measured in the simulator only (benchmarks/README.md, search_quality), not offered
     by ``search.run``."""
-    sampler = strategy_of(plan.search).sampler
+    sampler = plan.strategy.sampler
     if sampler == "random":
         return optuna.samplers.RandomSampler(seed=plan.search_seed)
     # multivariate, group and constant_liar are chosen knowingly: Optuna's "experimental" notice about each is
@@ -199,8 +227,8 @@ def optuna_searcher(plan: StudyPlan, storage: Any = None, sampler: Any = None, n
         plan.study,
         plan.base,
         plan.base.epochs,
-        metric=plan.objective,
-        mode=plan.mode,
+        metric=plan.invocation.objective,
+        mode=plan.invocation.mode,
         points_to_evaluate=list(plan.points),
         sampler=sampler or sampler_of(plan),
         study_name=name or plan.name,
@@ -212,7 +240,7 @@ def param_space_of(plan: StudyPlan) -> dict[str, Any]:
     """What every search trial's config holds beside the searcher's choices: its seeds and, with
     ``--first-rung-seeds``, the seed schedule the trainable follows (``trainables.fidelity``)."""
     fidelity = None if plan.schedule is None else plan.schedule.to_dict()
-    return TrialConfig(seeds=plan.seeds, fidelity=fidelity, screen=plan.screen).to_tune()
+    return TrialConfig(seeds=plan.invocation.seeds, fidelity=fidelity, screen=plan.screen).to_tune()
 
 
 def work_of(plan: StudyPlan) -> Work:
@@ -221,23 +249,22 @@ def work_of(plan: StudyPlan) -> Work:
     from the cohort's expected course (each family's leader kept), for every trial alike."""
     r, fidelity = plan.rungs, None if plan.schedule is None else plan.schedule.to_dict()
     screen = (plan.screen,) if plan.screen else ()
-    if strategy_of(plan.search).rungs != "halving":
+    if not plan.strategy.cohort:
         rungs = screen + asha_rungs(r.grace_period, r.reduction_factor, r.max_t)
-        return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor, fidelity=fidelity)
+        return Work(len(plan.invocation.seeds), r.max_t, rungs, r.reduction_factor, fidelity=fidelity)
     families = cohort_families(plan.points)
     course = halving_survivors(
         len(plan.points), families, plan.screen, r.grace_period, r.reduction_factor, r.max_t, r.hedge, r.strata
     )
     rungs = tuple(point for point, _, _ in course)
     passes = tuple(going / alive if alive else 0.0 for _, alive, going in course)
-    return Work(len(plan.seeds), r.max_t, rungs, r.reduction_factor, passes, fidelity)
+    return Work(len(plan.invocation.seeds), r.max_t, rungs, r.reduction_factor, passes, fidelity)
 
 
 def scheduler_of(plan: StudyPlan, majority: Mapping[str, float] | None = None) -> ContenderKeepingASHA:
     """ASHA over epochs that keeps the baseline and each side's leader; the plan's rungs; with
     ``--first-rung-seeds``, paired on the seeds each rung's trials have. ``majority``: the primary's dev
     majority rate per metric (cohort halving lets a trial at or below it on once: a failed start)."""
-    rungs = strategy_of(plan.search).rungs
     common = dict(
         time_attr="training_iteration",
         max_t=plan.rungs.max_t,
@@ -245,10 +272,10 @@ def scheduler_of(plan: StudyPlan, majority: Mapping[str, float] | None = None) -
         reduction_factor=plan.rungs.reduction_factor,
         schedule=plan.schedule,
     )
-    if rungs == "halving":
+    if plan.strategy.cohort:
         # its rungs are epochs (a screen point is 0.5 of one), not results counted
         common["time_attr"] = "epoch"
-        metric = objective_metric_of(plan.objective, plan.study.primary_name)
+        metric = objective_metric_of(plan.invocation.objective, plan.study.primary_name)
         return CohortHalving(
             **common,
             cohort=len(plan.points),
@@ -259,4 +286,4 @@ def scheduler_of(plan: StudyPlan, majority: Mapping[str, float] | None = None) -
             hedge_seed=plan.search_seed,
             floor=(majority or {}).get(metric or ""),
         )
-    return (FamilyASHA if rungs == "family" else ContenderKeepingASHA)(**common)
+    return (FamilyASHA if plan.strategy.rungs == "family" else ContenderKeepingASHA)(**common)

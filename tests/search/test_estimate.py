@@ -107,7 +107,7 @@ def test_the_halving_estimate_is_what_simulated_studies_on_the_null_truth_train(
         plan.rungs.reduction_factor,
         plan.schedule,
         plan.base.epochs,
-        len(plan.seeds),
+        len(plan.invocation.seeds),
         plan.rungs.hedge,
         plan.rungs.strata,
     )

@@ -73,9 +73,9 @@ def add_study(client, experiment: str, name: str, finished: bool = True, lr: flo
         run = client.create_run(experiment, run_name=f"t{i:02d}", tags=tags).info.run_id
         metrics = [Metric(rec.SCREEN_EPOCH, 0.25, 0, 0)]
         for e in range(epochs + 1):
-            metrics += [Metric(f"{OBJECTIVE}/seed{s}", score(i, s, e), e, e) for s in plan.seeds]
+            metrics += [Metric(f"{OBJECTIVE}/seed{s}", score(i, s, e), e, e) for s in plan.invocation.seeds]
             metrics += [Metric("train/seconds/mean", 60.0, e, e), Metric(PRIMARY_PASSES, e / 2 or 0.125, e, e)]
-        params = [Param(k, v) for k, v in TrialParams.of(config, plan.seeds).to_params().items()]
+        params = [Param(k, v) for k, v in TrialParams.of(config, plan.invocation.seeds).to_params().items()]
         client.log_batch(run, metrics=metrics, params=params)
         client.set_terminated(run)
     if finished:

@@ -59,7 +59,16 @@ def test_collapsed_seeds_are_named_and_left_out_of_the_paired_test():
     w = side("winner", WINNER, [0.745, 0.75, 0.58, 0.76, 0.735, 0.755])
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
     seeds = list(range(4, 10))
-    claim = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58})
+    claim = compare(
+        TUNED,
+        w,
+        o,
+        metrics=["acc_4way"],
+        seeds=seeds,
+        mode="max",
+        objective_metric="acc_4way",
+        floor={"acc_4way": 0.58},
+    )
     h = claim.headline
     assert h.collapsed == ((6,), ()) and h.diff.n == 5
     # a clean gain of 4 pp against one collapse in 6 (loss 13 pp): the collapse rate's bound undoes it
@@ -67,7 +76,16 @@ def test_collapsed_seeds_are_named_and_left_out_of_the_paired_test():
     # the same gain with no collapse, in a study whose search never collapsed: better
     clean = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
     assert (
-        compare(TUNED, clean, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}).headline.verdict
+        compare(
+            TUNED,
+            clean,
+            o,
+            metrics=["acc_4way"],
+            seeds=seeds,
+            mode="max",
+            objective_metric="acc_4way",
+            floor={"acc_4way": 0.58},
+        ).headline.verdict
         == BETTER
     )
     assert rate_bound(0, 0) == 1.0 and 0.0 < rate_bound(0, 100) < 0.04
@@ -82,13 +100,32 @@ def test_a_failure_above_the_majority_rate_counts_and_risk_is_the_winners_own():
     w = side("winner", WINNER, [0.745, 0.75, 0.62, 0.76, 0.735, 0.755])  # seed 6 fell to 62%, above 58%
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
     seeds = list(range(4, 10))
-    h = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}).headline
+    h = compare(
+        TUNED,
+        w,
+        o,
+        metrics=["acc_4way"],
+        seeds=seeds,
+        mode="max",
+        objective_metric="acc_4way",
+        floor={"acc_4way": 0.58},
+    ).headline
     assert h.collapsed == ((6,), ()) and h.verdict == COLLAPSED_MORE
     # clean final seeds, a clean winner config, but runs of other configs failed in the search: the
     # winner's own eight runs cannot rule out a failure rate that undoes a 4 pp gain
     clean = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
     risk = Risk((0, 2), (0, 2), (9, 90))
-    said = compare(TUNED, clean, o, ["acc_4way"], seeds, "max", "acc_4way", floor={"acc_4way": 0.58}, risk=risk)
+    said = compare(
+        TUNED,
+        clean,
+        o,
+        metrics=["acc_4way"],
+        seeds=seeds,
+        mode="max",
+        objective_metric="acc_4way",
+        floor={"acc_4way": 0.58},
+        risk=risk,
+    )
     assert said.headline.verdict == COLLAPSED_MORE
     # the same study with no failed run anywhere: better
     assert (
@@ -96,10 +133,10 @@ def test_a_failure_above_the_majority_rate_counts_and_risk_is_the_winners_own():
             TUNED,
             clean,
             o,
-            ["acc_4way"],
-            seeds,
-            "max",
-            "acc_4way",
+            metrics=["acc_4way"],
+            seeds=seeds,
+            mode="max",
+            objective_metric="acc_4way",
             floor={"acc_4way": 0.58},
             risk=Risk((0, 2), (0, 2), (0, 90)),
         ).headline.verdict
@@ -111,7 +148,17 @@ def test_a_look_beyond_the_planned_seeds_spends_nothing():
     w = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
     seeds = list(range(4, 10))
-    claim = compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", earlier=[3], design=Design(3))
+    claim = compare(
+        TUNED,
+        w,
+        o,
+        metrics=["acc_4way"],
+        seeds=seeds,
+        mode="max",
+        objective_metric="acc_4way",
+        earlier=[3],
+        design=Design(3),
+    )
     assert claim.headline.verdict == NO_ERROR_LEFT
 
 
@@ -120,7 +167,10 @@ def test_the_answer_names_each_claim_what_it_could_detect_and_the_looks():
     w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73], "t03 sst2 sqrt")
     o = side("opponent", SINGLE, [0.71, 0.72, 0.70, 0.71, 0.70], "t00 baseline")
     a = side(ABLATION, ablation_config(WINNER), [0.72, 0.69, 0.73, 0.70, 0.72], "t03 sst2 sqrt without auxiliary tasks")
-    claims = tuple(compare(k, w, x, ["acc_4way"], seeds, "max", "acc_4way") for k, x in ((TUNED, o), (ABLATION, a)))
+    claims = tuple(
+        compare(k, w, x, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way")
+        for k, x in ((TUNED, o), (ABLATION, a))
+    )
     assert all(c.headline.verdict == SAME for c in claims)
     result = FinalResult("absa", "absa-1", "semeval/dev/acc_4way/mean", "max", seeds, w, claims, search_seeds=[1, 2, 3])
     text = result.markdown()
@@ -141,8 +191,10 @@ def test_one_comparison_where_the_best_single_task_config_is_the_winners_ablatio
     w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73], "t03 sst2 sqrt")
     o = side("opponent", ablation_config(WINNER), [0.71, 0.72, 0.70, 0.71, 0.70], "t00 baseline")
     claims = (
-        compare(TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", other_name=UNTUNED),
-        compare(ABLATION, w, o, ["acc_4way"], seeds, "max", "acc_4way"),
+        compare(
+            TUNED, w, o, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way", other_name=UNTUNED
+        ),
+        compare(ABLATION, w, o, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way"),
     )
     result = FinalResult("absa", "absa-1", "semeval/dev/acc_4way/mean", "max", seeds, w, claims, search_seeds=[1])
     text = result.markdown()
@@ -159,7 +211,9 @@ def test_exploratory_intervals_are_adjusted_over_the_exploratory_metrics():
     o = side("opponent", SINGLE, [0.71, 0.72, 0.70, 0.71, 0.70])
     for c in (w, o):
         c.test |= {m: dict(c.test["acc_4way"]) for m in ("acc_3way", "acc_2way")}
-    rows = compare(TUNED, w, o, ["acc_4way", "acc_3way", "acc_2way"], seeds, "max", "acc_4way").rows
+    rows = compare(
+        TUNED, w, o, metrics=["acc_4way", "acc_3way", "acc_2way"], seeds=seeds, mode="max", objective_metric="acc_4way"
+    ).rows
     assert [r.verdict for r in rows[1:]] == [EXPLORATORY, EXPLORATORY]
     assert rows[1].diff.confidence == pytest.approx(0.975)  # 95% together over two metrics
     assert rows[1].diff.high - rows[1].diff.low > rows[0].diff.high - rows[0].diff.low  # wider than the look's
@@ -171,14 +225,30 @@ def test_the_answer_says_what_the_studys_failed_runs_let_it_rule_out():
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70], "t00 baseline")
     floor = {"acc_4way": 0.58}
     clean = compare(
-        TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (0, 90))
+        TUNED,
+        w,
+        o,
+        metrics=["acc_4way"],
+        seeds=seeds,
+        mode="max",
+        objective_metric="acc_4way",
+        floor=floor,
+        risk=Risk((0, 3), (0, 3), (0, 90)),
     )
     text = FinalResult(
         "absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (clean,), search_seeds=[1, 2, 3]
     ).markdown()
     assert "No seed run of the study failed (100, search and final)" in text and "above 37%" in text  # 8 runs
     failed = compare(
-        TUNED, w, o, ["acc_4way"], seeds, "max", "acc_4way", floor=floor, risk=Risk((0, 3), (0, 3), (4, 90))
+        TUNED,
+        w,
+        o,
+        metrics=["acc_4way"],
+        seeds=seeds,
+        mode="max",
+        objective_metric="acc_4way",
+        floor=floor,
+        risk=Risk((0, 3), (0, 3), (4, 90)),
     )
     text = FinalResult(
         "absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (failed,), search_seeds=[1, 2, 3]

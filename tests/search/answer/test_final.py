@@ -121,15 +121,21 @@ def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
         opponent, [row("g", "completed", 0.7, dev=(0.7, 0.71, 0.7), test=(0.60, 0.62, 0.61), first=3)], "semeval", seeds
     )
     assert winner.dev == {3: 0.73, 4: 0.75, 5: 0.74} and winner.checkpoints[3] == "/w/seed-3.pt"  # seed 6: not final
-    claim = compare(TUNED, winner, opponent, ["acc_4way", "acc_3way"], seeds, "max", "acc_4way")
+    claim = compare(
+        TUNED, winner, opponent, metrics=["acc_4way", "acc_3way"], seeds=seeds, mode="max", objective_metric="acc_4way"
+    )
     headline, rows = claim.headline, claim.rows
     assert headline is rows[0] and headline.diff.n == 3
     assert headline.diff.mean == pytest.approx((0.05 + 0.04 + 0.045) / 3)
     assert headline.verdict == BETTER  # differences 0.05, 0.04, 0.045: tight
     assert rows[1].verdict == EXPLORATORY  # one verdict, on the study's metric
-    rows = compare(TUNED, winner, opponent, ["acc_4way"], [3, 4, 5, 6], "max", "acc_4way").rows
+    rows = compare(
+        TUNED, winner, opponent, metrics=["acc_4way"], seeds=[3, 4, 5, 6], mode="max", objective_metric="acc_4way"
+    ).rows
     assert rows[0].diff.n == 3  # seed 6 has no pair
-    worse = compare(TUNED, opponent, winner, ["acc_4way"], seeds, "max", "acc_4way").rows
+    worse = compare(
+        TUNED, opponent, winner, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way"
+    ).rows
     assert worse[0].verdict == WORSE and math.isclose(worse[0].diff.mean, -rows[0].diff.mean)
 
 

@@ -30,5 +30,5 @@ def ray_trials(tmp: Path, *flags: str) -> list[tuple]:
 
 def backend_trials(study: SimulatedStudy) -> list[tuple]:
     """The same for a study the backend ran (``max_epochs``: the study's epochs)."""
-    rows = [TrialRecord.of_ended(t, study.plan.objective, study.plan.base.epochs) for t in study.trials]
+    rows = [TrialRecord.of_ended(t, study.plan.invocation.objective, study.plan.base.epochs) for t in study.trials]
     return [(r.label, r.key, r.status, r.epochs, r.objective) for r in rows]

@@ -15,9 +15,18 @@ def backend(scheduler, trials: int, slots: int, seeds: int, **kw) -> Backend:
     cfg = SearchConfig("absa", preset="full", simulate=path, search="grid", seeds=seeds, epochs=2)
     plan = simulated_plan(cfg)
     searcher = searcher_for(plan)
-    scheduler.set_search_properties(plan.objective, "max")
+    scheduler.set_search_properties(plan.invocation.objective, "max")
     return Backend(
-        searcher, scheduler, load_truth(path), plan.objective, 2, list(plan.seeds), trials, slots, 60.0, **kw
+        searcher,
+        scheduler,
+        load_truth(path),
+        plan.invocation.objective,
+        2,
+        list(plan.invocation.seeds),
+        trials,
+        slots,
+        60.0,
+        **kw,
     )
 
 

@@ -333,7 +333,11 @@ def test_under_the_default_the_finalists_train_both_seeds_and_the_baseline_one()
     the winner on fresh seeds)."""
     path = resolve_truth("late_bloomer")
     found = simulate(SearchConfig("absa", preset="full", simulate=path, max_concurrent=4), load_truth(path))
-    assert (found.plan.search, found.plan.seeds, found.plan.rungs.reduction_factor) == ("cells-halving", (1, 2), 4)
+    assert (found.plan.strategy.name, found.plan.invocation.seeds, found.plan.rungs.reduction_factor) == (
+        "cells-halving",
+        (1, 2),
+        4,
+    )
     done = completed(found)
     baseline = next(t for t in found.trials if is_baseline(t.config))
     assert baseline.trial_id in done and baseline.trained == {1: 4}

@@ -39,10 +39,10 @@ def test_without_a_preset_the_kind_chooses_it_from_the_clusters_gpus_and_says_wh
     stores = stores_of(SearchConfig("absa"))
     gpu = plan(SearchConfig("absa"), TrainedTrials(), Site("1", 2, gpus=4.0), stores)
     cpu = plan(SearchConfig("absa"), TrainedTrials(), Site("1", 2, gpus=0.0), stores)
-    assert (gpu.preset_name, cpu.preset_name) == ("full", "smoke") and gpu.name == "absa-full-1"
+    assert (gpu.invocation.preset, cpu.invocation.preset) == ("full", "smoke") and gpu.name == "absa-full-1"
     assert gpu.preset_reason.startswith("4 GPU(s) in the cluster") and "no GPU" in cpu.preset_reason
     given = plan(SearchConfig("absa", preset="smoke"), TrainedTrials(), Site("1", 2, gpus=4.0), stores)
-    assert given.preset_name == "smoke" and given.preset_reason == ""
+    assert given.invocation.preset == "smoke" and given.preset_reason == ""
 
 
 def test_a_preset_lr_range_is_searched_unless_the_flag_or_the_study_says_otherwise():
@@ -81,14 +81,16 @@ def test_resume_continues_with_the_started_data_whatever_the_flags_say():
     flags = SearchConfig("absa", resume=True, epochs=9, model="other", trials=30, mode="min")
     resumed = continuing(flags, started)
     assert (resumed.preset, resumed.epochs, resumed.model, resumed.auxiliary) == ("smoke", 3, started.model, ("sst2",))
-    assert resumed.search == started.search == first.search != "default"  # the strategy it resolved when it started
+    assert (
+        resumed.search == started.search == first.strategy.name != "default"
+    )  # the strategy it resolved when it started
     again = plan(resumed, TrainedTrials(), Site("2", 2), stores_of(flags), Started("absa-1", started, "run-id"))
-    assert again.base == first.base and again.preset_name == "smoke" and again.name == "absa-1"
-    assert (again.trials, again.seeds, again.mode, again.objective) == (
+    assert again.base == first.base and again.invocation.preset == "smoke" and again.name == "absa-1"
+    assert (again.trials, again.invocation.seeds, again.invocation.mode, again.invocation.objective) == (
         30,
         (1, 2),
         "max",
-        first.objective,
+        first.invocation.objective,
     )  # --trials adds
     fewer = plan(
         continuing(SearchConfig("absa", resume=True, trials=2), started),
@@ -122,12 +124,20 @@ def test_first_rung_seeds_is_checked_recorded_and_kept_on_resume():
 
 def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_records_what_it_ran():
     full = planned(SearchConfig("absa", preset="full"))  # 64 trials, absa's grid has 43 cells
-    assert (full.search, full.invocation.search, len(full.points)) == ("cells-halving", "cells-halving", 43)
-    assert (full.rungs.reduction_factor, full.schedule.first, full.seeds) == (4, 1, (1, 2))  # the strategy's own
+    assert (full.strategy.name, full.invocation.search, len(full.points)) == ("cells-halving", "cells-halving", 43)
+    assert (full.rungs.reduction_factor, full.schedule.first, full.invocation.seeds) == (
+        4,
+        1,
+        (1, 2),
+    )  # the strategy's own
     assert (full.schedule.rungs, full.screen) == ((3,), 0.4)  # one seed until the last rung; the warm-up's end
     assert full.schedule.baseline_first and SeedSchedule.of(full.schedule.to_dict(), True, 2).at(4) == 1
-    assert planned(SearchConfig("absa", preset="full", search="tpe")).seeds == (1, 2, 3)  # no seeds of its own
-    assert planned(SearchConfig("absa", preset="full", seeds=3)).seeds == (1, 2, 3)  # the flag first
+    assert planned(SearchConfig("absa", preset="full", search="tpe")).invocation.seeds == (
+        1,
+        2,
+        3,
+    )  # no seeds of its own
+    assert planned(SearchConfig("absa", preset="full", seeds=3)).invocation.seeds == (1, 2, 3)  # the flag first
     assert planned(SearchConfig("absa", preset="full", screen_fraction=0)).screen is None
     with pytest.raises(ConfigError, match="--screen-fraction 0.5: --search tpe decides at whole epochs"):
         planned(SearchConfig("absa", preset="full", search="tpe", screen_fraction=0.5))
@@ -135,14 +145,14 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
         SearchConfig("absa", screen_fraction=1.0)
     assert full.trials == 43 and "every one of the 43 cells of the grid; 43 trials" in full.search_reason
     more = planned(SearchConfig("absa", preset="full", trials=50))
-    assert (more.search, more.trials, len(more.points)) == ("cells-halving", 50, 43)  # 7 TPE trials after
+    assert (more.strategy.name, more.trials, len(more.points)) == ("cells-halving", 50, 43)  # 7 TPE trials after
     flagged = planned(SearchConfig("absa", preset="full", reduction_factor=2, first_rung_seeds=2))
     assert (flagged.rungs.reduction_factor, flagged.schedule.first) == (2, 2)  # flags come first
     smoke = planned(SearchConfig("absa", preset="smoke"))  # 6 trials cannot screen 43 cells
-    assert (smoke.search, smoke.schedule, len(smoke.points)) == ("tpe", None, 1)
+    assert (smoke.strategy.name, smoke.schedule, len(smoke.points)) == ("tpe", None, 1)
     assert "cannot hold" in smoke.search_reason
     named = planned(SearchConfig("absa", preset="smoke", search="cells-halving"))  # its budget: every cell
-    assert (named.search, named.search_reason, len(named.points), named.trials) == ("cells-halving", "", 43, 43)
+    assert (named.strategy.name, named.search_reason, len(named.points), named.trials) == ("cells-halving", "", 43, 43)
     cut = planned(SearchConfig("absa", preset="smoke", search="cells-halving", trials=6))
     assert (len(cut.points), cut.trials) == (6, 6)  # as asked: the first cells
 
@@ -214,7 +224,7 @@ def test_the_plans_rungs_carry_strata_and_hedge_the_flags_else_the_strategys(mon
     from search.study import strategy
 
     flagged = planned(SearchConfig("absa", preset="full", strata=3, hedge=2))
-    assert (flagged.search, flagged.rungs.strata, flagged.rungs.hedge) == ("cells-halving", 3, 2)
+    assert (flagged.strategy.name, flagged.rungs.strata, flagged.rungs.hedge) == ("cells-halving", 3, 2)
     default = planned(SearchConfig("absa", preset="full")).rungs
     own = strategy.strategy_of("cells-halving")
     assert (default.strata, default.hedge) == (own.strata, own.hedge) == (3, 6)  # the default: 3 strata, a hedge of 6
