@@ -153,12 +153,12 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 90 * 60 else f"{seconds / 3600:.1f} h"
 
 
-class StudyStatus(SavedDefaults, ProgressReporter):
+class StudyStatus(ProgressReporter):
     """Tune's progress report as one line a minute (and at the end). Replaces Tune's CLIReporter,
     whose table repeated every 30 s under a "Current best trial" that ranks last results of any
     epoch: a trial ASHA stopped at epoch 1 against completed ones."""
 
-    SAVED_DEFAULTS: ClassVar[dict[str, Any]] = {"work": None}  # a reporter pickled before the ETA had no work
+    work: Work | None = None  # a reporter pickled before the ETA existed (a study resumed across versions) has none
 
     def __init__(
         self,
