@@ -30,7 +30,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,6 +37,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from benchmarks.mlflow_server import LocalMlflowServer, local_mlflow_server
 
 FAULTS = ("retry", "node", "sigint", "sigterm", "sigkill", "kill-between-writes", "tracking-outage", "disk-full")
 NODE = 8  # the trials a lost node takes with it
@@ -129,10 +130,10 @@ def trial_pids(sid: int) -> list[int]:
 class Study:
     """One study's stores in ``folder`` and its ``search.run`` arguments."""
 
-    def __init__(self, folder: Path, args: argparse.Namespace, seed: int, tracking: str | None = None) -> None:
+    def __init__(self, folder: Path, args: argparse.Namespace, seed: int) -> None:
         self.folder, self.seed, self.args = folder, seed, args
         self.name = f"faults-{seed}"
-        self.tracking = tracking or f"sqlite:///{folder}/mlflow.db"
+        self.tracking = f"sqlite:///{folder}/mlflow.db"  # the outage's study: its server's URI instead
         self.storage = folder / "ray"
         folder.mkdir(parents=True, exist_ok=True)
 
@@ -144,9 +145,8 @@ class Study:
 
     def start_args(self) -> list[str]:
         a = self.args
-        return ["absa", "--simulate", a.truth, "--max-concurrent", str(a.slots), "--search-seed", str(self.seed)] + [
-            *self.stores()
-        ]
+        flags = ["--simulate", a.truth, "--max-concurrent", str(a.slots), "--search-seed", str(self.seed)]
+        return ["absa", *flags, *self.stores()]
 
     def resume_args(self) -> list[str]:
         return ["absa", "--resume", *self.stores()]
@@ -194,35 +194,6 @@ def answer(study: Study) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def mlflow_server(folder: Path):
-    """A local ``mlflow server`` on a SQLite store; yields (uri, stop, start): the outage's two halves."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"]
-    command += ["--backend-store-uri", f"sqlite:///{folder}/server.db"]
-    server: list[subprocess.Popen] = []
-
-    def start() -> None:
-        server.append(subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        for _ in range(240):
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return
-            time.sleep(0.5)
-
-    def stop() -> None:
-        server[-1].terminate()
-        server[-1].wait(timeout=60)
-
-    start()
-    try:
-        yield f"http://127.0.0.1:{port}", stop, start
-    finally:
-        stop()
-
-
-@contextlib.contextmanager
 def tmpfs(folder: Path, megabytes: int):
     """A tmpfs of ``megabytes`` at ``folder`` (unmounted afterwards)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -248,21 +219,28 @@ def instant(driver: Driver, fault: str, start: float, window: float, rng: random
     the first moment 8 trials run (the screen's; later, a node of 8 slots would hold fewer than 8 trials)."""
     if fault != "node":
         return start + rng.uniform(0, window)
-    while driver.proc.poll() is None and len(trial_pids(driver.proc.pid)) < NODE:
-        time.sleep(0.2)
+    running_trials(driver, NODE)
     return time.monotonic() + rng.uniform(0, 10.0)
 
 
-def strike(fault: str, driver: Driver, study: Study, at: float, rng: random.Random, outage: Any) -> dict[str, Any]:
+def running_trials(driver: Driver, least: int) -> list[int]:
+    """The driver's trial processes, once at least ``least`` run (fewer, or none, if the driver ends first)."""
+    pids = trial_pids(driver.proc.pid)
+    while len(pids) < least and driver.proc.poll() is None:
+        time.sleep(0.2)
+        pids = trial_pids(driver.proc.pid)
+    return pids
+
+
+def strike(
+    fault: str, driver: Driver, study: Study, at: float, rng: random.Random, server: LocalMlflowServer | None
+) -> dict[str, Any]:
     """Wait until ``at`` (monotonic), then inject ``fault`` into the running study; what was done."""
     time.sleep(max(0.0, at - time.monotonic()))
     if driver.proc.poll() is not None:
         return {"struck": False}
     if fault in ("retry", "node"):
-        pids = trial_pids(driver.proc.pid)
-        while not pids and driver.proc.poll() is None:  # between trials (a cohort paused at its rung): the next one
-            time.sleep(0.2)
-            pids = trial_pids(driver.proc.pid)
+        pids = running_trials(driver, 1)  # between trials (a cohort paused at its rung): the next one
         chosen = rng.sample(pids, min(len(pids), NODE if fault == "node" else 1))
         for pid in chosen:
             with contextlib.suppress(ProcessLookupError):
@@ -275,10 +253,10 @@ def strike(fault: str, driver: Driver, study: Study, at: float, rng: random.Rand
             kill_session(driver.proc.pid)
         return {"struck": True}
     if fault == "tracking-outage":
-        stop, start = outage
-        stop()
+        assert server is not None, "the outage's study tracks to its own server (run_study starts it)"
+        server.stop()
         time.sleep(study.args.outage_seconds)
-        start()
+        server.start()
         return {"struck": True, "outage_s": study.args.outage_seconds}
     ballast = fill(study.storage)  # disk-full
     driver.wait(study.args.timeout)
@@ -286,31 +264,39 @@ def strike(fault: str, driver: Driver, study: Study, at: float, rng: random.Rand
     return {"struck": True}
 
 
+def ended(driver: Driver, study: Study, fault: str | None, timeout: float, resumes: int = 0) -> int | None:
+    """The driver's exit code once it ended, the Ray processes a hard kill left of it killed, and its console kept
+    (``console-FAULT.log``; a resume's ``console-FAULT-resume-N.log``)."""
+    code = driver.wait(timeout)
+    kill_session(driver.proc.pid)
+    suffix = f"-resume-{resumes}" if resumes else ""
+    (study.folder / f"console-{fault or 'none'}{suffix}.log").write_text(driver.text())
+    return code
+
+
 def run_study(study: Study, fault: str | None, rng: random.Random) -> dict[str, Any]:
     """The study with ``fault`` (None: uninterrupted), resumed until it finishes; what it left, what was done."""
     a = study.args
     with contextlib.ExitStack() as stack:
-        outage = None
+        server = None
         if fault == "tracking-outage":
-            study.tracking, *outage = stack.enter_context(mlflow_server(study.folder))
+            server = stack.enter_context(local_mlflow_server(study.folder))
+            study.tracking = server.uri
         if fault == "disk-full":
             stack.enter_context(tmpfs(study.storage, a.tmpfs_mb))
         code = BETWEEN_WRITES if fault == "kill-between-writes" else None
         checkpoint = rng.randint(2, 12)
         driver = Driver(study.start_args(), study.folder, study.env(FAULT_CHECKPOINT=str(checkpoint)), code)
         first = driver.started(a.timeout)
-        done: dict[str, Any] = {"struck": fault == "kill-between-writes"}
+        done: dict[str, Any] = {"struck": False}
         if fault and code is None and first is not None:
-            done = strike(fault, driver, study, instant(driver, fault, first, a.window, rng), rng, outage)
-        codes = [driver.wait(a.timeout)]
-        kill_session(driver.proc.pid)  # what a hard kill left of the Ray processes it started
+            done = strike(fault, driver, study, instant(driver, fault, first, a.window, rng), rng, server)
+        codes = [ended(driver, study, fault, a.timeout)]
         if code is not None:
             done = {"struck": codes[0] == -signal.SIGKILL, "checkpoint": checkpoint}
         while codes[-1] != 0 and len(codes) <= a.resumes:
-            driver = Driver(study.resume_args(), study.folder, study.env())
-            codes.append(driver.wait(a.timeout))
-            kill_session(driver.proc.pid)
-        (study.folder / f"console-{fault or 'none'}.log").write_text(driver.text())
+            resumed = Driver(study.resume_args(), study.folder, study.env())
+            codes.append(ended(resumed, study, fault, a.timeout, len(codes)))
         return {**answer(study), **done, "exit_codes": codes}
 
 

@@ -26,12 +26,12 @@ import json
 import os
 import platform
 import resource
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from benchmarks.mlflow_server import local_mlflow_server
 
 if TYPE_CHECKING:
     from search.study.runner import StudyOutcome
@@ -83,24 +83,8 @@ def tracking_store(kind: str, folder: Path):
     if kind == "sqlite":
         yield f"sqlite:///{folder}/mlflow.db"
         return
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    command = [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--workers", "1", "--backend-store-uri", f"sqlite:///{folder}/server.db"]
-    server = subprocess.Popen(command, cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(240):
-            with contextlib.suppress(OSError):
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with local_mlflow_server(folder) as server:
+        yield server.uri
 
 
 def study_args(args: argparse.Namespace, folder: Path, truth: Path, uri: str) -> list[str]:

@@ -144,7 +144,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
 
 
 def trial_folder(trial) -> str:
-    """A trial's folder in its experiment: its id (Tune's default name holds the config, too long for some disks)."""
+    """A trial's folder in its experiment: ``trial_<id>`` (Tune's default name spells the config out as well)."""
     return f"trial_{trial.trial_id}"
 
 

@@ -11,6 +11,7 @@ from search.answer.claims import (
     NO_ERROR_LEFT,
     TUNED,
     UNTUNED,
+    Claim,
     Contender,
     Risk,
     ablation_config,
@@ -42,6 +43,11 @@ def side(role, config, scores, label=None):
     return Contender(role, row, config, test={"acc_4way": dict(enumerate(scores, 4))})
 
 
+def on_4way(key: str, winner: Contender, other: Contender, seeds: list[int], **kw) -> Claim:
+    """``compare`` on acc_4way alone, maximised and the objective; ``kw`` as ``compare`` takes them."""
+    return compare(key, winner, other, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way", **kw)
+
+
 def test_claim_a_names_every_difference_and_claim_b_only_the_auxiliary_tasks():
     named = differences(WINNER, SINGLE)
     assert any(d.startswith("lr 1.2e-05 vs 2e-05") for d in named)
@@ -59,35 +65,14 @@ def test_collapsed_seeds_are_named_and_left_out_of_the_paired_test():
     w = side("winner", WINNER, [0.745, 0.75, 0.58, 0.76, 0.735, 0.755])
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
     seeds = list(range(4, 10))
-    claim = compare(
-        TUNED,
-        w,
-        o,
-        metrics=["acc_4way"],
-        seeds=seeds,
-        mode="max",
-        objective_metric="acc_4way",
-        floor={"acc_4way": 0.58},
-    )
+    claim = on_4way(TUNED, w, o, seeds, floor={"acc_4way": 0.58})
     h = claim.headline
     assert h.collapsed == ((6,), ()) and h.diff.n == 5
     # a clean gain of 4 pp against one collapse in 6 (loss 13 pp): the collapse rate's bound undoes it
     assert h.verdict == COLLAPSED_MORE
     # the same gain with no collapse, in a study whose search never collapsed: better
     clean = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
-    assert (
-        compare(
-            TUNED,
-            clean,
-            o,
-            metrics=["acc_4way"],
-            seeds=seeds,
-            mode="max",
-            objective_metric="acc_4way",
-            floor={"acc_4way": 0.58},
-        ).headline.verdict
-        == BETTER
-    )
+    assert on_4way(TUNED, clean, o, seeds, floor={"acc_4way": 0.58}).headline.verdict == BETTER
     assert rate_bound(0, 0) == 1.0 and 0.0 < rate_bound(0, 100) < 0.04
     assert survives_collapses(0.01, Risk(), 0.27)
     assert not survives_collapses(0.01, Risk((7, 50), (0, 50), (7, 100)), 0.27)
@@ -100,46 +85,17 @@ def test_a_failure_above_the_majority_rate_counts_and_risk_is_the_winners_own():
     w = side("winner", WINNER, [0.745, 0.75, 0.62, 0.76, 0.735, 0.755])  # seed 6 fell to 62%, above 58%
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
     seeds = list(range(4, 10))
-    h = compare(
-        TUNED,
-        w,
-        o,
-        metrics=["acc_4way"],
-        seeds=seeds,
-        mode="max",
-        objective_metric="acc_4way",
-        floor={"acc_4way": 0.58},
-    ).headline
+    h = on_4way(TUNED, w, o, seeds, floor={"acc_4way": 0.58}).headline
     assert h.collapsed == ((6,), ()) and h.verdict == COLLAPSED_MORE
     # clean final seeds, a clean winner config, but runs of other configs failed in the search: the
     # winner's own eight runs cannot rule out a failure rate that undoes a 4 pp gain
     clean = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
     risk = Risk((0, 2), (0, 2), (9, 90))
-    said = compare(
-        TUNED,
-        clean,
-        o,
-        metrics=["acc_4way"],
-        seeds=seeds,
-        mode="max",
-        objective_metric="acc_4way",
-        floor={"acc_4way": 0.58},
-        risk=risk,
-    )
+    said = on_4way(TUNED, clean, o, seeds, floor={"acc_4way": 0.58}, risk=risk)
     assert said.headline.verdict == COLLAPSED_MORE
     # the same study with no failed run anywhere: better
     assert (
-        compare(
-            TUNED,
-            clean,
-            o,
-            metrics=["acc_4way"],
-            seeds=seeds,
-            mode="max",
-            objective_metric="acc_4way",
-            floor={"acc_4way": 0.58},
-            risk=Risk((0, 2), (0, 2), (0, 90)),
-        ).headline.verdict
+        on_4way(TUNED, clean, o, seeds, floor={"acc_4way": 0.58}, risk=Risk((0, 2), (0, 2), (0, 90))).headline.verdict
         == BETTER
     )
 
@@ -148,17 +104,7 @@ def test_a_look_beyond_the_planned_seeds_spends_nothing():
     w = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735, 0.755])
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70, 0.71])
     seeds = list(range(4, 10))
-    claim = compare(
-        TUNED,
-        w,
-        o,
-        metrics=["acc_4way"],
-        seeds=seeds,
-        mode="max",
-        objective_metric="acc_4way",
-        earlier=[3],
-        design=Design(3),
-    )
+    claim = on_4way(TUNED, w, o, seeds, earlier=[3], design=Design(3))
     assert claim.headline.verdict == NO_ERROR_LEFT
 
 
@@ -167,10 +113,7 @@ def test_the_answer_names_each_claim_what_it_could_detect_and_the_looks():
     w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73], "t03 sst2 sqrt")
     o = side("opponent", SINGLE, [0.71, 0.72, 0.70, 0.71, 0.70], "t00 baseline")
     a = side(ABLATION, ablation_config(WINNER), [0.72, 0.69, 0.73, 0.70, 0.72], "t03 sst2 sqrt without auxiliary tasks")
-    claims = tuple(
-        compare(k, w, x, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way")
-        for k, x in ((TUNED, o), (ABLATION, a))
-    )
+    claims = tuple(on_4way(k, w, x, seeds) for k, x in ((TUNED, o), (ABLATION, a)))
     assert all(c.headline.verdict == SAME for c in claims)
     result = FinalResult("absa", "absa-1", "semeval/dev/acc_4way/mean", "max", seeds, w, claims, search_seeds=[1, 2, 3])
     text = result.markdown()
@@ -191,10 +134,8 @@ def test_one_comparison_where_the_best_single_task_config_is_the_winners_ablatio
     w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73], "t03 sst2 sqrt")
     o = side("opponent", ablation_config(WINNER), [0.71, 0.72, 0.70, 0.71, 0.70], "t00 baseline")
     claims = (
-        compare(
-            TUNED, w, o, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way", other_name=UNTUNED
-        ),
-        compare(ABLATION, w, o, metrics=["acc_4way"], seeds=seeds, mode="max", objective_metric="acc_4way"),
+        on_4way(TUNED, w, o, seeds, other_name=UNTUNED),
+        on_4way(ABLATION, w, o, seeds),
     )
     result = FinalResult("absa", "absa-1", "semeval/dev/acc_4way/mean", "max", seeds, w, claims, search_seeds=[1])
     text = result.markdown()
@@ -224,32 +165,12 @@ def test_the_answer_says_what_the_studys_failed_runs_let_it_rule_out():
     w = side("winner", WINNER, [0.745, 0.75, 0.745, 0.76, 0.735], "t03 sst2 sqrt")
     o = side("opponent", SINGLE, [0.70, 0.71, 0.70, 0.72, 0.70], "t00 baseline")
     floor = {"acc_4way": 0.58}
-    clean = compare(
-        TUNED,
-        w,
-        o,
-        metrics=["acc_4way"],
-        seeds=seeds,
-        mode="max",
-        objective_metric="acc_4way",
-        floor=floor,
-        risk=Risk((0, 3), (0, 3), (0, 90)),
-    )
+    clean = on_4way(TUNED, w, o, seeds, floor=floor, risk=Risk((0, 3), (0, 3), (0, 90)))
     text = FinalResult(
         "absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (clean,), search_seeds=[1, 2, 3]
     ).markdown()
     assert "No seed run of the study failed (100, search and final)" in text and "above 37%" in text  # 8 runs
-    failed = compare(
-        TUNED,
-        w,
-        o,
-        metrics=["acc_4way"],
-        seeds=seeds,
-        mode="max",
-        objective_metric="acc_4way",
-        floor=floor,
-        risk=Risk((0, 3), (0, 3), (4, 90)),
-    )
+    failed = on_4way(TUNED, w, o, seeds, floor=floor, risk=Risk((0, 3), (0, 3), (4, 90)))
     text = FinalResult(
         "absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (failed,), search_seeds=[1, 2, 3]
     ).markdown()
