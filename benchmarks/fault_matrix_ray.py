@@ -47,7 +47,7 @@ TUNE_STARTS = "MLflow: trials side by side"  # the driver's last line before Tun
 # the driver, killing itself after Tune's write of the trials and before the searcher's state (the K-th checkpoint)
 BETWEEN_WRITES = """
 import os, runpy, signal
-from search.study.tune_compat import SchedulerSavingLimiter
+from search.infra.ray_compat import SchedulerSavingLimiter
 calls, kth, get_state = [0], int(os.environ["FAULT_CHECKPOINT"]), SchedulerSavingLimiter.get_state
 def dying(self):
     calls[0] += 1

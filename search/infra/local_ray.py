@@ -34,10 +34,9 @@ def loopback_only() -> None:
     """Called before ``ray.init(address="local")``: the Ray it starts binds to 127.0.0.1 only and
     asks every client for the token."""
     os.environ[CLUSTERS_OFF] = "0"  # for a process that imports Ray after this
-    from ray._private import ray_constants
+    from search.infra.ray_compat import no_cluster  # imports Ray: not before the line above
 
-    # read once, when Ray is imported, by services.get_node_ip_address (checked against Ray 2.60)
-    ray_constants.ENABLE_RAY_CLUSTER = False
+    no_cluster()
     token_auth()
 
 
@@ -48,11 +47,9 @@ def token_auth() -> None:
     os.environ[AUTH_MODE] = LOCAL_AUTH_MODE
     if not (os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")):
         private_token(Path.home() / ".ray" / "auth_token")
-    from ray._raylet import Config
+    from search.infra.ray_compat import reread_config
 
-    # Ray caches its config when imported; re-read it so that this process sees the mode too
-    # (what ray._private.authentication.authentication_token_setup._enable_token_auth does, Ray 2.60)
-    Config.initialize("")
+    reread_config()  # Ray read its config when imported
 
 
 def private_token(path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import ray
 import yaml
 
+from search.infra.ray_compat import autoscaler_node_groups
 from trainables.config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -41,16 +42,7 @@ def live_nodes() -> list[dict[str, float]]:
 
 def autoscaler_node_types() -> dict[str, dict[str, float] | None]:
     """Node types the autoscaler may start: name -> resources (None: detected at start, unknown now)."""
-    types: dict[str, dict[str, float] | None] = {}
-    try:  # no public API in Ray 2.60: the same read as Ray Train's worker group (ray._private.state)
-        from ray._private.state import state
-
-        config = state.get_cluster_config()
-        for group in getattr(config, "node_group_configs", []) or []:
-            if group.max_count != 0:
-                types[group.name] = dict(group.resources) or None
-    except Exception as exc:  # an older GCS, or no autoscaler
-        logger.debug("no cluster config in the GCS: %s", exc)
+    types = autoscaler_node_groups()
     path = BOOTSTRAP.expanduser()
     if not types and path.is_file():
         config = yaml.safe_load(path.read_text()) or {}

@@ -25,7 +25,7 @@ adds seeds as it passes rungs, and each rung compares means over the seeds every
 
 The rungs' state (records, decisions, the cohort's ids, the trials paused at a rung) is
 :class:`search.study.cohort_rungs.CohortState`, versioned plain data, saved with the experiment in the limiter's
-state (:mod:`search.study.tune_compat`, :meth:`CohortHalving.saved_state`): a resumed study takes its decisions
+state (:mod:`search.infra.ray_compat`, :meth:`CohortHalving.saved_state`): a resumed study takes its decisions
 back and pauses again the trials Tune restores as PENDING (:meth:`CohortHalving.requeued`). What is decided
 lives in :mod:`search.study.cohort_rungs` (no Ray); this module is its Tune adapter.
 
@@ -44,11 +44,11 @@ from typing import Any
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
+from search.infra.ray_compat import PauseAwareLimiter, SchedulerSavingLimiter, mark_to_save, searcher_of
 from search.infra.tune_status import ENDED, PAUSED, PENDING, RUNNING, TERMINATED
 from search.study.cohort_rule import CohortRule, hedged_positions
 from search.study.cohort_rungs import CONTINUE, PAUSE, STOP, CohortRungs, CohortSettings, CohortState
 from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
-from search.study.tune_compat import PauseAwareLimiter, SchedulerSavingLimiter, mark_to_save, searcher_of
 from trainables.exposure import PRIMARY_PASSES
 
 
@@ -136,7 +136,7 @@ class CohortHalving(ContenderKeepingASHA):
             self.state.doomed.discard(trial.trial_id)
 
     def requeued(self, trial) -> None:
-        """A trial Tune restored in a study resumed with its saved state (:mod:`search.study.tune_compat`). Ray
+        """A trial Tune restored in a study resumed with its saved state (:mod:`search.infra.ray_compat`). Ray
         re-adds every unfinished trial PENDING and starts every PENDING trial whatever the scheduler says
         (``TuneController._requeue_restored_trials``, ``_maybe_add_actors``): one the state holds paused (at
         a rung until its decision, promoted until a slot is free, or stopped and not yet stopped by Tune) is
@@ -332,6 +332,6 @@ COHORT_FIELDS = frozenset(f.name for f in fields(CohortState))
 def limiter_of(searcher: Searcher, scheduler: TrialScheduler, max_concurrent: int) -> SchedulerSavingLimiter:
     """The searcher wrapped to run at most ``max_concurrent`` trials at once (what ``max_concurrent_trials``
     does), paused trials not counted under cohort halving; it saves the scheduler's state with the
-    experiment (:mod:`search.study.tune_compat`)."""
+    experiment (:mod:`search.infra.ray_compat`)."""
     limiter = PauseAwareLimiter if isinstance(scheduler, CohortHalving) else SchedulerSavingLimiter
     return limiter(searcher, max_concurrent=max_concurrent)

@@ -30,8 +30,9 @@ MOVED = {
     "trainables.simulated.tune": "search.simulation.trainable",
     "trainables.simulated.truth": "search.simulation.truth.model",
     "trainables.simulated.reading": "search.simulation.truth.reading",
-    # the limiters moved into the adapter to Ray's internals (2026-11-28)
-    "search.study.limiter": "search.study.tune_compat",
+    # the limiters moved into the adapter to Ray's internals (2026-11-28), then to infra with Ray core's (11-29)
+    "search.study.limiter": "search.infra.ray_compat",
+    "search.study.tune_compat": "search.infra.ray_compat",
 }
 # a flat module that became a package of the same name: the classes it held, by their new module
 BECAME_PACKAGES = {"search.tracking": {"MLflowTracker": "search.tracking.tracker"}}

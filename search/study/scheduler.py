@@ -27,8 +27,8 @@ from typing import Any, ClassVar
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
+from search.infra.ray_compat import adopt_saved_state
 from search.study.legacy import SavedDefaults
-from search.study.tune_compat import adopt_saved_state
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
 from trainables.trial import NESTED, TrialConfig
@@ -60,7 +60,7 @@ class ContenderKeepingASHA(SavedDefaults, ASHAScheduler):
     public getters in Ray 2.60); a stop it overrides is taken back out of ASHA's count of stopped
     trials. ``leaders`` ((epoch, side) -> best score so far, in ASHA's maximising sign) is saved with
     the rest of ``__dict__`` (ASHA's rungs too) in the limiter's state at every experiment checkpoint,
-    and a resumed study takes it back (:mod:`search.study.tune_compat`: Ray saves no scheduler).
+    and a resumed study takes it back (:mod:`search.infra.ray_compat`: Ray saves no scheduler).
 
     ``schedule``: the study's seed schedule, or None (every trial trains every seed: ASHA as
     before). A scheduler pickled before a field existed takes :data:`SAVED_DEFAULTS` for it.
@@ -81,7 +81,7 @@ class ContenderKeepingASHA(SavedDefaults, ASHAScheduler):
         super().on_trial_add(tune_controller, trial)
 
     def saved_state(self) -> dict[str, Any]:
-        """What the limiter saves with the experiment (:mod:`search.study.tune_compat`): ASHA's fields as they
+        """What the limiter saves with the experiment (:mod:`search.infra.ray_compat`): ASHA's fields as they
         are (Ray has no public state for them)."""
         return copy.deepcopy(self.__dict__)
 

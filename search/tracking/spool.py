@@ -11,6 +11,12 @@ sink answers again they go out in order. A spool opened on a file an earlier pro
 Delivery is at least once: a line sent just before a crash, but not yet counted, is sent
 again, so a sink's effects must be safe to repeat. The file keeps every line (a study writes
 about a kilobyte per trial epoch): it is the record of what was sent, and in what order.
+
+A full disk loses nothing while the process lives: a line the file refuses (ENOSPC, a quota)
+is held in memory, after the file's lines, and sent from there; lines keep going to memory until
+those are sent, so the order holds. Held lines are not in the file. At :meth:`Spool.close` the
+unsent ones are tried on disk once more; only if the disk still refuses them and the sink did not
+take them are they lost, and the log says how many.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -60,7 +67,9 @@ class Spool:
         self._size = self._drop_torn_line()
         self._sent = self._read_offset()
         self._pending = self._count_lines(self._sent)
-        self._writer = open(self.path, "ab")
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._held: deque[bytes] = deque()  # lines the disk refused, after the file's (module docstring)
+        self.write_error = ""  # why the disk last refused a line
         self._thread = threading.Thread(target=self._send_loop, name=f"spool:{self.path.name}", daemon=True)
         self._thread.start()
 
@@ -68,9 +77,14 @@ class Spool:
     def put(self, record: dict[str, Any]) -> None:
         line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
         with self._cond:
-            self._writer.write(line)
-            self._writer.flush()  # in the OS's hands: a crash of this process loses nothing
-            self._size += len(line)
+            if not self._held and self._append(line):  # in the OS's hands: a crash loses nothing
+                self._size += len(line)
+            else:
+                if not self._held:
+                    logger.warning(
+                        "cannot write %s (%s): tracking records held in memory until sent", self.path, self.write_error
+                    )
+                self._held.append(line)
             self._pending += 1
             self._cond.notify_all()
 
@@ -108,7 +122,18 @@ class Spool:
         with self._cond:
             self._cond.notify_all()
         self._thread.join(timeout=5)
-        self._writer.close()
+        with self._cond:
+            while self._held and self._append(self._held[0]):  # kept for the next spool after all
+                self._size += len(self._held.popleft())
+            if self._held:
+                logger.error(
+                    "%d tracking records lost: %s refused them (%s) and %s did not take them in time",
+                    len(self._held),
+                    self.path,
+                    self.write_error,
+                    self.sink,
+                )
+        os.close(self._fd)
 
     # -- the sender thread ----------------------------------------------------------
     def _send_loop(self) -> None:
@@ -120,8 +145,12 @@ class Spool:
                         self._cond.wait()
                     if self._closed.is_set():
                         return
-                    reader.seek(self._sent)
-                    line = reader.readline()
+                    from_file = self._sent < self._size
+                    if from_file:
+                        reader.seek(self._sent)
+                        line = reader.readline()
+                    else:
+                        line = self._held[0]
                 try:
                     self.sink.send(json.loads(line))
                 except Unreachable as exc:
@@ -144,22 +173,32 @@ class Spool:
                     logger.error(
                         "tracking record refused, kept in %s: %s", self._rejected, str(exc).splitlines()[0][:300]
                     )
-                    with open(self._rejected, "ab") as f:
-                        f.write(line)
+                    try:
+                        with open(self._rejected, "ab") as f:
+                            f.write(line)
+                    except OSError as err:
+                        logger.error("cannot keep the refused record in %s (%s): %s", self._rejected, err, line[:300])
                 wait = self.retry_s[0]
-                with self._cond:
-                    if self._down_since is not None:
-                        logger.info(
-                            "%s answers again after %.0f s: sending the %d records that waited",
-                            self.sink,
-                            time.monotonic() - self._down_since,
-                            self._pending,
-                        )
-                    self._sent += len(line)
-                    self._pending -= 1
-                    self._down_since = None
-                    self._write_offset(self._sent)
-                    self._cond.notify_all()
+                self._went(line, from_file)
+
+    def _went(self, line: bytes, from_file: bool) -> None:
+        """Count one line as sent (in the offset file, or off the held ones)."""
+        with self._cond:
+            if self._down_since is not None:
+                logger.info(
+                    "%s answers again after %.0f s: sending the %d records that waited",
+                    self.sink,
+                    time.monotonic() - self._down_since,
+                    self._pending,
+                )
+            if from_file:
+                self._sent += len(line)
+                self._write_offset(self._sent)
+            else:
+                self._held.popleft()
+            self._pending -= 1
+            self._down_since = None
+            self._cond.notify_all()
 
     # -- the file -------------------------------------------------------------------
     def _drop_torn_line(self) -> int:
@@ -173,6 +212,21 @@ class Spool:
                 f.truncate(keep)
         return keep
 
+    def _append(self, line: bytes) -> bool:
+        """Append one line to the file; whether it is there whole (a refused write leaves no part of it)."""
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view) :]
+            return True
+        except OSError as exc:
+            self.write_error = str(exc)
+            try:
+                os.ftruncate(self._fd, self._size)  # half a line would hide every line after it
+            except OSError:
+                pass
+            return False
+
     def _read_offset(self) -> int:
         try:
             sent = int(self._offset_file.read_text().strip() or 0)
@@ -182,8 +236,11 @@ class Spool:
 
     def _write_offset(self, sent: int) -> None:
         tmp = self._offset_file.with_name(self._offset_file.name + ".tmp")
-        tmp.write_text(str(sent))
-        os.replace(tmp, self._offset_file)
+        try:
+            tmp.write_text(str(sent))
+            os.replace(tmp, self._offset_file)
+        except OSError:  # a full disk: the next spool sends these lines again (at least once, safe to repeat)
+            pass
 
     def _count_lines(self, start: int) -> int:
         if not self.path.exists():

@@ -71,12 +71,13 @@ class MLflowTracker(Callback):
         self.spool_file = str(spool)
         self.started: set[str] = set()  # trials whose run this driver has opened
         self.waiting: dict[str, list[dict[str, Any]]] = {}  # trial -> logs of results Tune holds no checkpoint of yet
+        self.logged: dict[str, Any] = {}  # trial -> the training_iteration of the last result this driver logged
         self._spool: Spool | None = None
         self._stopping = False
 
     def __getstate__(self) -> dict[str, Any]:
         # a restored driver opens (finds and reopens) its trials' runs again, through its own spool
-        return {**self.__dict__, "started": set(), "waiting": {}, "_spool": None, "_stopping": False}
+        return {**self.__dict__, "started": set(), "waiting": {}, "logged": {}, "_spool": None, "_stopping": False}
 
     @property
     def spool(self) -> Spool:
@@ -129,6 +130,15 @@ class MLflowTracker(Callback):
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         self._start(trial)
+        record = self._log_record(trial, result)
+        if result.get(SHOULD_CHECKPOINT):
+            # logged once Tune holds its checkpoint (on_checkpoint, saved after the result): an epoch a
+            # stop catches in between is trained again by --resume, and logged then, once
+            self.waiting.setdefault(trial.trial_id, []).append(record)
+        else:
+            self._put_log(trial, record)
+
+    def _log_record(self, trial, result: dict[str, Any]) -> dict[str, Any]:
         epoch = float(result.get("epoch", result.get("training_iteration", 0)))
         step = int(epoch)  # a screen point (0.5) is step 0: MLflow's steps are integers
         stamp = int(result.get("timestamp", 0) * 1000)
@@ -138,24 +148,40 @@ class MLflowTracker(Callback):
         metrics = [[k, v, stamp, step] for k, v in numeric(result, self.objective).items()]
         if epoch != step:
             metrics.append([rec.SCREEN_EPOCH, epoch, stamp, step])
-        record = {"op": "log", "trial": trial.trial_id, "metrics": metrics, "tags": tags}
-        if result.get(SHOULD_CHECKPOINT):
-            # logged once Tune holds its checkpoint (on_checkpoint, saved after the result): an epoch a
-            # stop catches in between is trained again by --resume, and logged then, once
-            self.waiting.setdefault(trial.trial_id, []).append(record)
-        else:
-            self.spool.put(record)
+        return {
+            "op": "log",
+            "trial": trial.trial_id,
+            "metrics": metrics,
+            "tags": tags,
+            "iteration": result.get("training_iteration"),
+        }
+
+    def _put_log(self, trial, record: dict[str, Any]) -> None:
+        self.logged[trial.trial_id] = record["iteration"]
+        self.spool.put(record)
+
+    def _log_last_result(self, trial) -> None:
+        """Log the result Tune ends ``trial`` with, unless this driver logged it: a result held for its checkpoint
+        when the study stopped (a full disk, Ctrl-C) comes back with the restored trial, and the scheduler may stop
+        the trial on it at once, with no new result to log it by. Logged twice, its values and timestamp are the
+        same: MLflow keeps one."""
+        result = trial.last_result or {}
+        if not result or (self.objective and self.objective not in result):
+            return  # no result yet
+        if self.logged.get(trial.trial_id) != result.get("training_iteration"):
+            self._put_log(trial, self._log_record(trial, result))
 
     def on_checkpoint(self, iteration, trials, trial, checkpoint, **info) -> None:
         if self.waiting.get(trial.trial_id):
-            self.spool.put(self.waiting[trial.trial_id].pop(0))  # one save per checkpointed result, in order
+            self._put_log(trial, self.waiting[trial.trial_id].pop(0))  # one save per checkpointed result, in order
 
     def on_trial_recover(self, iteration, trials, trial, **info) -> None:
         self.waiting.pop(trial.trial_id, None)  # retried from its last checkpoint: those epochs train again
 
     def _flush(self, trial) -> None:
         for record in self.waiting.pop(trial.trial_id, []):
-            self.spool.put(record)
+            self._put_log(trial, record)
+        self._log_last_result(trial)
 
     def on_trial_complete(self, iteration, trials, trial, **info) -> None:
         self._start(trial)

@@ -1,7 +1,9 @@
 """The spool on its own (search/spool.py): records wait on disk while the sink is down, go out in
 order when it answers, survive the process, and a long outage is reported once its grace is over."""
 
+import errno
 import json
+import os
 import time
 
 import pytest
@@ -96,3 +98,50 @@ def test_nothing_waits_nothing_expires(tmp_path, grace):
     time.sleep(0.1)
     assert spool.drain(0) and not spool.expired()  # an unreachable sink with nothing to send is no outage
     spool.close()
+
+
+class FullDisk:
+    """``os.write`` for one file descriptor that refuses, while ``full``, after writing half of what it got
+    (a filling disk writes some bytes of a line, then ENOSPC); every other descriptor writes as usual."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.full, self.fd, self._write = False, -1, os.write
+        monkeypatch.setattr(os, "write", self)
+
+    def __call__(self, fd: int, data) -> int:
+        if fd != self.fd or not self.full:
+            return self._write(fd, data)
+        self._write(fd, bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_full_disk_holds_records_in_memory_in_order_and_leaves_no_torn_line(tmp_path, monkeypatch):
+    disk, sink = FullDisk(monkeypatch), Flaky(up=False)
+    spool = Spool(tmp_path / "s.jsonl", sink, retry_s=QUICK)
+    disk.fd = spool._fd
+    spool.put({"n": 0})
+    disk.full = True
+    for n in (1, 2):
+        spool.put({"n": n})  # the disk refuses both: held, nothing raised
+    disk.full = False
+    spool.put({"n": 3})  # after held lines: held too, or it would go out before them
+    assert spool.pending() == 4 and [r["n"] for r in records(spool.path)] == [0]  # no half of line 1
+    sink.up = True
+    assert spool.drain(10) and sink.got == [0, 1, 2, 3]
+    spool.put({"n": 4})  # nothing held any more: to the file again
+    assert spool.drain(10) and sink.got == [0, 1, 2, 3, 4] and [r["n"] for r in records(spool.path)] == [0, 4]
+    spool.close()
+
+
+def test_held_records_go_to_disk_at_close_when_it_has_room_again(tmp_path, monkeypatch):
+    disk, path = FullDisk(monkeypatch), tmp_path / "s.jsonl"
+    first = Spool(path, Flaky(up=False), retry_s=QUICK)
+    disk.fd, disk.full = first._fd, True
+    for n in range(3):
+        first.put({"n": n})
+    disk.full = False
+    first.close()  # the server never answered; the disk has room now: kept for the next spool
+    sink = Flaky()
+    second = Spool(path, sink, retry_s=QUICK)
+    assert second.drain(10) and sink.got == [0, 1, 2]
+    second.close()

@@ -106,6 +106,46 @@ def test_ray_and_mlflow_only_where_allowed(library):
     assert not found, found
 
 
+# Ray's internals, read only by its adapter: a private module, the searcher Tune wraps, the controller's save mark
+# (our schedulers use their Ray base classes' protected fields, ``_metric``, ASHA's ``_brackets``, as Ray's own
+# subclasses do: that is subclassing, not counted here)
+ADAPTER = "search.infra.ray_compat"
+TUNE_INTERNALS = {"search_alg", "_mark_trial_to_checkpoint"}
+
+
+def ray_internals(tree: ast.Module) -> list[str]:
+    """Where ``tree`` imports a private Ray module or reads one of :data:`TUNE_INTERNALS`."""
+    found = []
+    for node in ast.walk(tree):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        found += [
+            f"line {node.lineno}: {n}"
+            for n in names
+            if n.split(".")[0] == "ray" and "._" in n  # ray._private, ...
+        ]
+        if isinstance(node, ast.Attribute) and node.attr in TUNE_INTERNALS and isinstance(node.ctx, ast.Load):
+            found.append(f"line {node.lineno}: .{node.attr}")
+        if isinstance(node, ast.Constant) and node.value in TUNE_INTERNALS:
+            found.append(f"line {node.lineno}: {node.value!r}")
+    return found
+
+
+def test_ray_internals_only_in_the_adapter():
+    found = [
+        f"{module} {where}"
+        for module, tree in sources().items()
+        if module.split(".")[0] in ("search", "trainables") and module != ADAPTER
+        for where in ray_internals(tree)
+    ]
+    assert not found, found
+
+
+def test_the_internals_check_sees_each_kind():
+    code = "from ray._private import state\nc.search_alg.searcher\ngetattr(c, '_mark_trial_to_checkpoint')\n"
+    assert len(ray_internals(ast.parse(code))) == 3
+
+
 def test_no_import_cycle_anywhere():
     edges, state, cycles = modules(), {}, []
 

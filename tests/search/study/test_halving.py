@@ -11,12 +11,12 @@ import pytest
 from ray.tune.schedulers import TrialScheduler
 from ray.tune.search import Searcher
 
+from search.infra.ray_compat import PauseAwareLimiter, SchedulerSavingLimiter
 from search.simulation.study import simulate
 from search.simulation.truth import load_truth, resolve_truth
 from search.study.config import SearchConfig
 from search.study.halving import CohortHalving
 from search.study.scheduler import family_of, is_baseline
-from search.study.tune_compat import PauseAwareLimiter, SchedulerSavingLimiter
 from trainables.exposure import PRIMARY_PASSES
 
 METRIC = "semeval/dev/acc_4way/mean"

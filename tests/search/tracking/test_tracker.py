@@ -323,3 +323,31 @@ def test_a_diverged_trial_counts_as_failed():
     out = io.StringIO()
     TrialLines(OBJECTIVE, max_epochs=2, stream=out).on_trial_complete(0, [], diverged)
     assert out.getvalue().startswith("[t03] failed ") and out.getvalue().endswith(": DivergedError: nan\n")
+
+
+def test_a_result_held_for_its_checkpoint_is_logged_when_a_resumed_study_ends_the_trial_on_it(study, tmp_path):
+    """A study stopped (a full disk, Ctrl-C) between a result and its checkpoint: the restored trial comes back with
+    that result, and the scheduler may stop it there at once. The resumed driver's tracker logs it at the trial's
+    end; a result the first driver had logged already is kept once."""
+    import pickle
+
+    from ray.tune.result import SHOULD_CHECKPOINT
+
+    client, parent, base_trial, _ = study
+    uri = client.tracking_uri
+    first = MLflowTracker(uri, parent, max_epochs=4, seeds=[1, 2], objective=OBJECTIVE, spool=tmp_path / "s2.jsonl")
+    held = trial("c", 5, canonical(BASE.with_(lr=3e-5)))
+    first.on_trial_start(0, [], held)
+    held.last_result = {**result(1, [{"semeval/dev/acc_4way": 0.6}] * 2, [1, 2], BASE), SHOULD_CHECKPOINT: True}
+    first.on_trial_result(0, [], held, held.last_result)  # the study stops before Tune holds the checkpoint
+    assert first.spool.drain(60)
+    resumed = pickle.loads(pickle.dumps(first))
+    resumed.on_trial_complete(0, [], held)  # restored with that result and stopped on it
+    resumed.on_trial_complete(0, [], base_trial)  # its last result was logged by the first driver
+    assert resumed.spool.drain(60), resumed.spool.last_error
+    runs = {
+        r.data.tags.get("trial_id"): r.info.run_id
+        for r in client.search_runs([find_parent(client, "absa", None)[0].experiment_id])
+    }
+    assert [(h.step, h.value) for h in client.get_metric_history(runs["c"], "objective")] == [(1, 0.6)]
+    assert [h.step for h in client.get_metric_history(runs["a"], "objective")] == [1, 2]

@@ -1,5 +1,9 @@
-"""The one adapter between the study and Ray Tune 2.60's internals: each part works around one Ray behaviour, and
-goes when Ray changes it. Nothing else in the package reads Ray's private attributes or the searcher Tune wraps.
+"""The one adapter between the project and Ray 2.60's internals: each part works around one Ray behaviour, and
+goes when Ray changes it. Nothing else in the package reads Ray's private modules or attributes, or the searcher
+Tune wraps (``tests/search/test_layout.py`` holds that). The schedulers subclass Ray's and use their base
+classes' protected fields (``_metric``, ASHA's ``_brackets``) as Ray's own subclasses do; that is not counted here.
+
+Ray Tune:
 
 - **Ray saves no scheduler** (ray-project/ray#30838). ``TuneController.save_to_dir`` writes the trials and the
   searcher at every experiment checkpoint, and ``Tuner.restore`` brings the scheduler back as it was pickled when
@@ -22,14 +26,26 @@ goes when Ray changes it. Nothing else in the package reads Ray's private attrib
 
 Restored trials come back PENDING and Tune starts every PENDING trial (``_requeue_restored_trials``): cohort
 halving marks the ones its saved state holds paused (``search.study.halving.CohortHalving.requeued``).
+
+Ray core:
+
+- **No switch to keep a local Ray on loopback**: ``ray_constants.ENABLE_RAY_CLUSTER``, read once when Ray is
+  imported (:func:`no_cluster`, for ``search.infra.local_ray``).
+- **Ray caches its config when imported**: an auth mode set after that is seen only once the config is read
+  again (:func:`reread_config`, what Ray's own ``_enable_token_auth`` does).
+- **No public read of the autoscaler's node types**: :func:`autoscaler_node_groups` reads the GCS's cluster
+  config as Ray Train's worker group does (``ray._private.state``).
 """
 
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any
 
 from ray.tune.search import ConcurrencyLimiter, Searcher
+
+logger = logging.getLogger(__name__)
 
 SCHEDULER_STATE = "scheduler_state"  # the key of the scheduler's state in the limiter's saved state
 
@@ -114,3 +130,33 @@ def mark_to_save(tune_controller, trial) -> None:
     mark = getattr(tune_controller, "_mark_trial_to_checkpoint", None)
     if mark is not None:
         mark(trial)
+
+
+def no_cluster() -> None:
+    """A Ray started by this process binds 127.0.0.1 only (``services.get_node_ip_address``, checked in Ray 2.60)."""
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def reread_config() -> None:
+    """Have this process see ``RAY_AUTH_MODE`` set after Ray was imported."""
+    from ray._raylet import Config
+
+    Config.initialize("")
+
+
+def autoscaler_node_groups() -> dict[str, dict[str, float] | None]:
+    """The node groups the GCS's cluster config lets the autoscaler start (``max_count`` not 0): name ->
+    resources (None: detected at start). Empty without an autoscaler, or with a GCS too old to say."""
+    types: dict[str, dict[str, float] | None] = {}
+    try:
+        from ray._private.state import state
+
+        config = state.get_cluster_config()
+        for group in getattr(config, "node_group_configs", []) or []:
+            if group.max_count != 0:
+                types[group.name] = dict(group.resources) or None
+    except Exception as exc:  # an older GCS, or no autoscaler
+        logger.debug("no cluster config in the GCS: %s", exc)
+    return types

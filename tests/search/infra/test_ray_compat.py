@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 from ray.tune.search import Searcher, SearchGenerator
 
+from search.infra.ray_compat import PauseAwareLimiter, SchedulerSavingLimiter
 from search.study.halving import CohortHalving, limiter_of
 from search.study.scheduler import ContenderKeepingASHA
-from search.study.tune_compat import PauseAwareLimiter, SchedulerSavingLimiter
 
 METRIC = "semeval/dev/acc_4way/mean"
 
@@ -73,7 +73,8 @@ def test_a_limiter_pickled_under_its_old_module_resumes(monkeypatch):
     import sys
     import types
 
-    from search.study import legacy, tune_compat
+    from search.infra import ray_compat as tune_compat
+    from search.study import legacy
 
     old = types.ModuleType("search.study.limiter")
     old.SchedulerSavingLimiter = tune_compat.SchedulerSavingLimiter
