@@ -5,7 +5,9 @@ loop computes them, every seed, every epoch), averaged over the study's auxiliar
 with and without ASHA's early stops, plus the final comparison's runs on the final seeds; with a
 measured throughput (--samples-per-second, or --from-benchmark the JSON that
 python -m benchmarks.throughput --out wrote on the target machine) it turns them into device-hours
-and, with --usd-per-hour, cost.
+and, with --usd-per-hour, cost. It also prints what the study's driver costs at --trials and --max-concurrent
+(CPU minutes, peak memory) and what its slots' trial processes hold, from measurements
+(search/study/driver_cost.py).
 
 A study that searches the adaptive strategies (absa-plus: an EXP3 bandit schema, PCGrad, uncertainty
 weights, layer-wise lr decay) costs more per training row: the expected cost factor over its space
@@ -33,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from search.study.config import SearchConfig
+from search.study.driver_cost import driver_cost
 from search.study.kind import TrainedTrials
 from search.study.plan import cohort_families, plan_offline
 from spaces import get_study
@@ -318,6 +321,8 @@ def estimate(
         "final_single_task_arms": arms,
         "finalize_rows": round(finalize_rows(study, base, sizes, p.final_seeds, arms)),
         "primary_passes_per_epoch": grid_exposure(study, base, sizes).line(),
+        "max_concurrent": p.resources.max_concurrent,
+        "driver": driver_cost(trials, p.resources.max_concurrent).to_dict(),
     }
     out["total_rows_with_finalize"] = out["total_rows_with_asha"] + out["finalize_rows"]
     if measured is not None:
@@ -377,6 +382,9 @@ def main() -> int:
     p.add_argument("--trials", type=int, help="trials of the search (default: the preset's, or the grid's cells)")
     p.add_argument("--seeds", type=int, help="seeds per trial (default: the search strategy's)")
     p.add_argument("--first-rung-seeds", type=int, metavar="N", help="seeds as a fidelity (search.run's flag)")
+    p.add_argument(
+        "--max-concurrent", type=int, metavar="S", help="trials at once (search.run's flag): the driver's cost"
+    )
     measured = p.add_mutually_exclusive_group()
     measured.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")
     measured.add_argument(
@@ -416,6 +424,7 @@ def main() -> int:
         seeds=args.seeds,
         data_dir=args.data_dir,
         first_rung_seeds=args.first_rung_seeds,
+        max_concurrent=args.max_concurrent,
     )
     samples_per_second, measured = args.samples_per_second, None
     if args.from_benchmark:

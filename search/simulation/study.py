@@ -17,6 +17,7 @@ from search.simulation.trial import SimTrial
 from search.simulation.truth.model import Truth
 from search.study.config import SearchConfig
 from search.study.plan import StudyPlan, plan_offline
+from search.study.recent import RECENT_TRIALS
 from search.study.tuner import optuna_searcher, param_space_of, sampler_of, scheduler_of
 from trainables.fidelity import SeedSchedule, epoch_value
 
@@ -44,12 +45,13 @@ def simulated_plan(cfg: SearchConfig) -> StudyPlan:
     return plan_offline(cfg, trial_kind(cfg.simulate) if cfg.simulate else SimulatedTrials(""))  # "": refused
 
 
-def searcher_for(study_plan: StudyPlan, multivariate: bool = False):
+def searcher_for(study_plan: StudyPlan, multivariate: bool = False, window: int = RECENT_TRIALS):
     """``search.study.tuner.optuna_searcher``'s searcher in an in-memory Optuna storage: an RDB's commits
-    would cost more than the rest of a simulated trial. ``multivariate``: see ``sampler_of``."""
+    would cost more than the rest of a simulated trial. ``multivariate``, ``window``: see ``sampler_of``."""
     name = f"simulated-{study_plan.strategy.name}-{study_plan.search_seed}"
     storage = optuna.storages.InMemoryStorage()
-    return optuna_searcher(study_plan, storage=storage, sampler=sampler_of(study_plan, multivariate), name=name)
+    sampler = sampler_of(study_plan, multivariate, window)
+    return optuna_searcher(study_plan, storage=storage, sampler=sampler, name=name)
 
 
 # what search.study.tuner.scheduler_of is: the plan, and the primary's dev majority rate per metric
@@ -78,6 +80,7 @@ def simulate(
     interrupt_after: int | None = None,
     state_lag: int = 0,
     fail_after: dict[int, int] | None = None,
+    window: int = RECENT_TRIALS,
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
@@ -86,11 +89,12 @@ def simulate(
     seed, or its seed schedule with ``--first-rung-seeds``); ``multivariate``: see :func:`searcher_for`;
     ``interrupt_after``/``state_lag``: a Ctrl-C and ``--resume`` after that many results, the scheduler's saved
     state that many results older than the trials'; ``fail_after``: how many running trials fail (and are retried)
-    after that many results (:class:`search.simulation.backend.Backend`)."""
+    after that many results (:class:`search.simulation.backend.Backend`); ``window``: the finished trials TPE
+    models (:mod:`search.study.recent`)."""
     study_plan = simulated_plan(cfg)
     asha = scheduler(study_plan, dict(truth.majority))
     asha.set_search_properties(study_plan.invocation.objective, study_plan.invocation.mode)  # as tune.run does
-    searcher = searcher_for(study_plan, multivariate)
+    searcher = searcher_for(study_plan, multivariate, window)
     backend = Backend(
         searcher,
         asha,

@@ -189,6 +189,9 @@ class StudyStatus(ProgressReporter):
         print(line, file=self.stream or sys.stdout, flush=True)
 
 
+NAMED_RUNNING = 4  # running trials the status line names one by one; more are summed up
+
+
 def status_line(
     trials: Sequence[Any],
     objective: str,
@@ -206,9 +209,11 @@ def status_line(
     outcomes = [(t, outcome(t, max_epochs)) for t in trials if t.status in TUNE_ENDED]
     counts = Counter(status for _, status in outcomes)
     left = max(0, (total or len(trials)) - len(running) - paused - len(outcomes))
-    doing = ", ".join(
-        f"{tag(t)[1:-1]} epoch {float((t.last_result or {}).get('epoch', 0)):g}/{max_epochs}" for t in running
-    )
+    epochs = [float((t.last_result or {}).get("epoch", 0)) for t in running]
+    if len(running) <= NAMED_RUNNING:
+        doing = ", ".join(f"{tag(t)[1:-1]} epoch {e:g}/{max_epochs}" for t, e in zip(running, epochs))
+    else:  # a big study's line stays one line: where its running trials are, not each of them
+        doing = f"epochs {min(epochs):g}-{max(epochs):g} of {max_epochs}"
     minutes, seconds = divmod(int(elapsed_s), 60)
     text = (
         f"[study {minutes:02d}:{seconds:02d}] trials: {len(outcomes)} done ({counts[COMPLETED]} completed, "

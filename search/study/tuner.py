@@ -25,6 +25,7 @@ from search.study.names import check_new_name
 from search.study.plan import StudyPlan, cohort_families
 from search.study.prepare import ready
 from search.study.progress import StudyStatus, TrialLines, Work
+from search.study.recent import RECENT_TRIALS, RecentTrialsSampler
 from search.study.scheduler import ContenderKeepingASHA, FamilyASHA
 from search.study.searcher import CanonicalOptunaSearch
 from search.tracking import records as rec
@@ -199,11 +200,12 @@ def say_baseline_moves(plan: StudyPlan) -> None:
         )
 
 
-def sampler_of(plan: StudyPlan, multivariate: bool = False) -> optuna.samplers.BaseSampler:
+def sampler_of(plan: StudyPlan, multivariate: bool = False, window: int = RECENT_TRIALS) -> optuna.samplers.BaseSampler:
     """The study's Optuna sampler, seeded, as its strategy says (search.study.strategy). ``multivariate``: TPE
     over the joint density of each group of parameters sampled together (``group``: the space is
     conditional); measured in the simulator only (benchmarks/README.md, search_quality), not offered
-    by ``search.run``."""
+    by ``search.run``. TPE models the last ``window`` finished trials (:mod:`search.study.recent`: a suggestion's
+    cost stops growing there; a study with fewer finished trials gets exactly TPE's suggestions)."""
     sampler = plan.strategy.sampler
     if sampler == "random":
         return optuna.samplers.RandomSampler(seed=plan.search_seed)
@@ -212,11 +214,12 @@ def sampler_of(plan: StudyPlan, multivariate: bool = False) -> optuna.samplers.B
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
         if sampler == "tpe-mv":  # one joint density per group; running trials' points count as bad (issue 28)
-            return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=True)
-        if multivariate:
-            return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=False)
-    # independent TPE without the constant liar: what "tpe" meant and was measured as (Optuna 5 made both default)
-    return optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=False, constant_liar=False)
+            tpe = optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=True)
+        elif multivariate:
+            tpe = optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=True, group=True, constant_liar=False)
+        else:  # independent TPE without the constant liar: what "tpe" meant and was measured as (Optuna 5's defaults)
+            tpe = optuna.samplers.TPESampler(seed=plan.search_seed, multivariate=False, constant_liar=False)
+    return RecentTrialsSampler(tpe, window)
 
 
 def optuna_searcher(plan: StudyPlan, storage: Any = None, sampler: Any = None, name: str | None = None):

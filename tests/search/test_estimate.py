@@ -191,3 +191,22 @@ def test_the_estimate_prices_the_study_with_its_answer(data_dir):
     assert out["total_rows_with_finalize"] == out["total_rows_with_asha"] + out["finalize_rows"] > 0
     assert out["device_hours_with_finalize"] > out["device_hours_with_asha"]
     assert out["usd_with_finalize"] == pytest.approx(2 * out["device_hours_with_finalize"], abs=0.02)
+
+
+def test_the_drivers_cost_grows_with_the_trials_and_the_trial_processes_with_the_slots():
+    from search.study.driver_cost import MEASURED, along, driver_cost
+
+    small, big = driver_cost(1000, 64), driver_cost(10000, 256)
+    assert 0 < small.cpu_minutes < big.cpu_minutes and 0 < small.peak_memory_mb < big.peak_memory_mb
+    assert big.trial_processes_gb == 4 * small.trial_processes_gb
+    assert driver_cost(3000, 8).cpu_minutes * 60 == MEASURED[3000][0]  # a measured size is its measurement
+    assert along(20000, [1, 2], [10, 20]) == 200000 and along(1.5, [1, 2], [10, 20]) == 15
+
+
+def test_the_estimate_prints_the_drivers_cost_at_its_slots():
+    from search.estimate import estimate
+    from search.study.config import SearchConfig
+
+    out = estimate(SearchConfig("absa", preset="smoke", trials=2000, max_concurrent=32), None, None)
+    assert out["max_concurrent"] == 32 and out["driver"]["driver_cpu_minutes"] > 0
+    assert out["driver"]["trial_processes_gb_at_least"] == round(32 * 125 / 1024, 1)

@@ -52,8 +52,8 @@ def test_each_strategy_states_its_sampler_settings_whatever_optunas_defaults():
     from search.study.plan import plan_offline
     from search.study.tuner import sampler_of
 
-    plain = sampler_of(plan_offline(SearchConfig("absa", preset="full", search="tpe"), TrainedTrials()))
+    plain = sampler_of(plan_offline(SearchConfig("absa", preset="full", search="tpe"), TrainedTrials())).sampler
     assert isinstance(plain, optuna.samplers.TPESampler)
     assert (plain._multivariate, plain._constant_liar) == (False, False)  # univariate, as "tpe" was measured
-    joint = sampler_of(plan_offline(SearchConfig("absa", preset="full", search="tpe-mv"), TrainedTrials()))
+    joint = sampler_of(plan_offline(SearchConfig("absa", preset="full", search="tpe-mv"), TrainedTrials())).sampler
     assert (joint._multivariate, joint._group, joint._constant_liar) == (True, True, True)

@@ -279,6 +279,15 @@ def test_status_line_names_the_best_completed_trial_not_a_pruned_one():
     assert "best completed: t00 baseline" in out.getvalue()
 
 
+def test_a_big_studys_status_line_says_where_its_running_trials_are_not_each_one():
+    cfg = canonical(BASE)
+    running = [trial(f"r{n}", n, cfg) for n in range(256)]
+    for n, t in enumerate(running):
+        t.status, t.last_result = "RUNNING", {OBJECTIVE: 0.6, "epoch": (0.4, 1, 2)[n % 3]}
+    line = status_line(running, OBJECTIVE, 4, "max", 65, total=10000)
+    assert "256 running (epochs 0.4-2 of 4), 9744 left | no trial completed yet" in line and len(line) < 200
+
+
 def test_status_line_spends_seed_epochs_and_gives_an_eta():
     cfg = canonical(BASE)
     done, pruned, running = (trial(x, n, cfg) for x, n in (("a", 0), ("b", 1), ("c", 2)))

@@ -1,0 +1,163 @@
+"""``python -m benchmarks.driver_scale``: the driver's cost of a study as its trials grow, in process.
+
+The in-process backend (:mod:`search.simulation.backend`) drives the study's real searcher (Optuna, in memory) and
+real scheduler through the calls Ray Tune's controller makes, on a simulated clock, with no Ray actors and no
+MLflow: what is left is the driver's own work per trial (suggesting, scheduling, bookkeeping). Each size runs in a
+fresh process, so its peak memory is its own. Per size it records:
+
+- driver CPU seconds, per trial, and the process's peak resident memory;
+- the searcher's suggest time (mean of the first and of the last 100 suggestions);
+- slot use in simulated time: seed-epochs x seconds per seed-epoch / (slots x the study's makespan).
+
+``--window`` sets how many finished trials TPE models (:mod:`search.study.recent`; 0: every one, TPE alone).
+``--quality N`` instead runs N studies of each size twice, with that window and without, each study's truth and
+search seed the same in both, and records what the window costs: the mean true score of the selected config (and
+the paired difference with its standard error), and the driver CPU of each.
+What it cannot tell: the cost of Ray's actors, Tune's experiment-state saves and MLflow's writes, which
+``benchmarks.sim_cost`` measures through the real stack (at the sizes this machine can hold).
+Example: ``python -m benchmarks.driver_scale --trials 1000 3000 10000 --slots 256``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from search.study.recent import RECENT_TRIALS
+
+HERE = Path(__file__).resolve().parent / "results"
+
+
+def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int) -> dict[str, Any]:
+    """One study in this process: its figures."""
+    from benchmarks.sim_cost import Meter
+    from search.simulation.study import simulate
+    from search.simulation.truth import load_truth, resolve_truth
+    from search.study.config import SearchConfig
+    from search.study.searcher import CanonicalOptunaSearch
+
+    path = resolve_truth(truth)
+    cfg = SearchConfig("absa", simulate=str(path), trials=trials, max_concurrent=slots, search=search, search_seed=seed)
+    suggest = Meter(CanonicalOptunaSearch, "suggest")
+    cpu0, started = time.process_time(), time.perf_counter()
+    study = simulate(cfg, load_truth(path), window=window or 10**9)  # 0: a window no study fills, TPE alone
+    cpu, wall = time.process_time() - cpu0, time.perf_counter() - started
+    calls = [seconds for _, seconds in suggest.calls]
+    per_seed_epoch = load_truth(path).time.seconds_per_epoch or 1.0
+    ends = [t.ended_at for t in study.trials if t.ended_at is not None]
+    return {
+        "trials": len(study.trials),
+        "slots": slots,
+        "search": study.plan.strategy.name,
+        "window": window,
+        "driver_cpu_s": round(cpu, 1),
+        "cpu_ms_per_trial": round(1000 * cpu / len(study.trials), 1),
+        "wall_s": round(wall, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+        "suggest_ms_first_100": round(1000 * sum(calls[:100]) / max(1, len(calls[:100])), 1),
+        "suggest_ms_last_100": round(1000 * sum(calls[-100:]) / max(1, len(calls[-100:])), 1),
+        "slot_use": round(study.seed_epochs * per_seed_epoch / (slots * max(ends)), 3) if ends else None,
+    }
+
+
+def quality(trials: int, slots: int, truth: str, search: str, window: int, studies: int) -> dict[str, Any]:
+    """``studies`` paired studies with ``window`` and without: the selected config's true score, the CPU."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from search.simulation.selection import selections
+    from search.simulation.study import simulate
+    from search.simulation.truth import load_truth, resolve_truth
+    from search.study.config import SearchConfig
+
+    path = resolve_truth(truth)
+    scores: dict[int, list[float]] = {window: [], 10**9: []}
+    cpu: dict[int, float] = {window: 0.0, 10**9: 0.0}
+    for i in range(studies):
+        seeded = replace(load_truth(path), seed=i)
+        cfg = SearchConfig(
+            "absa", simulate=str(path), trials=trials, max_concurrent=slots, search=search, search_seed=i
+        )
+        for w in scores:
+            started = time.process_time()
+            study = simulate(cfg, seeded, window=w)
+            cpu[w] += time.process_time() - started
+            scores[w].append(selections(study, seeded)[-1].true)
+    diff = np.array(scores[window]) - np.array(scores[10**9])
+    return {
+        "trials": trials,
+        "slots": slots,
+        "search": search,
+        "window": window,
+        "studies": studies,
+        "true_windowed": round(float(np.mean(scores[window])), 4),
+        "true_unbounded": round(float(np.mean(scores[10**9])), 4),
+        "paired_diff": round(float(diff.mean()), 4),
+        "paired_diff_se": round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 4) if len(diff) > 1 else None,
+        "same_selection": int(np.sum(diff == 0)),
+        "cpu_s_windowed": round(cpu[window], 1),
+        "cpu_s_unbounded": round(cpu[10**9], 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse(argv)
+    if args.quality:
+        for trials in args.trials:
+            row = quality(trials, args.slots, args.truth, args.search, args.window, args.quality)
+            row = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), **row, "truth": args.truth}
+            print(json.dumps(row), flush=True)
+            with open(args.out, "a") as f:
+                f.write(json.dumps(row) + "\n")
+        return
+    if args.one:
+        print(json.dumps(one(args.one, args.slots, args.truth, args.search, args.window, args.seed)))
+        return
+    for trials in args.trials:
+        command = [sys.executable, "-m", "benchmarks.driver_scale", "--one", str(trials)]
+        command += ["--slots", str(args.slots), "--truth", args.truth, "--search", args.search]
+        command += ["--window", str(args.window), "--seed", str(args.seed)]
+        out = subprocess.run(command, capture_output=True, text=True)
+        if out.returncode != 0:
+            raise SystemExit(f"error: the study of {trials} trials failed: {out.stderr.strip().splitlines()[-1:]}")
+        row = {
+            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            **json.loads(out.stdout.strip().splitlines()[-1]),
+            "truth": args.truth,
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "load_1min": round(os.getloadavg()[0], 2),
+        }
+        print(json.dumps(row), flush=True)
+        with open(args.out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.driver_scale", description=__doc__.splitlines()[0])
+    p.add_argument("--trials", nargs="+", type=int, default=[1000, 3000, 10000])
+    p.add_argument("--slots", type=int, default=256)
+    p.add_argument("--truth", default="late_bloomer", help="a built-in truth or a truth file")
+    p.add_argument("--search", default="default")
+    p.add_argument("--window", type=int, default=RECENT_TRIALS, help="finished trials TPE models (0: every one)")
+    p.add_argument("--seed", type=int, default=0, help="the search seed")
+    p.add_argument("--out", type=Path, default=HERE / "driver_scale.jsonl")
+    p.add_argument("--quality", type=int, default=0, metavar="N", help="N paired studies: the window's cost")
+    p.add_argument("--one", type=int, default=0, help=argparse.SUPPRESS)  # one size, in this process
+    args = p.parse_args(argv)
+    if min(args.trials) < 1 or args.slots < 1 or args.window < 0:
+        p.error("--trials and --slots take whole numbers of 1 or more, --window 0 or more")
+    return args
+
+
+if __name__ == "__main__":
+    main()

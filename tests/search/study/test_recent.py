@@ -1,0 +1,65 @@
+"""The sampler over the most recent finished trials (search/study/recent.py): the same suggestions as its sampler
+alone until the window fills, then a view of only the last ``window`` finished trials (of the states the sampler
+asks for) and every unfinished one."""
+
+import random
+import warnings
+
+import optuna
+import pytest
+
+from search.study.recent import RecentStudy, RecentTrialsSampler
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def tpe(seed: int = 3) -> optuna.samplers.TPESampler:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(
+            seed=seed, multivariate=True, group=True, constant_liar=True, n_startup_trials=5
+        )
+
+
+def run(sampler: optuna.samplers.BaseSampler, n: int) -> tuple[optuna.Study, list[dict]]:
+    """``n`` trials of a conditional space, a third of them pruned, told in order."""
+    study = optuna.create_study(direction="maximize", sampler=sampler)
+    rng, chosen = random.Random(0), []
+    for _ in range(n):
+        trial = study.ask()
+        schema = trial.suggest_categorical("schema", ["single", "power", "anneal"])
+        lr = trial.suggest_float("lr", 1e-5, 1e-4, log=True)
+        if schema == "power":
+            trial.suggest_float("exponent", 0.0, 2.0)
+        chosen.append(trial.params)
+        score = 0.8 - abs(lr - 3e-5) * 1000 + rng.gauss(0, 0.01)
+        if rng.random() < 1 / 3:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, score)
+    return study, chosen
+
+
+def test_below_the_window_it_suggests_exactly_what_its_sampler_does():
+    assert run(RecentTrialsSampler(tpe(), window=1000), 40)[1] == run(tpe(), 40)[1]
+
+
+def test_past_the_window_the_sampler_sees_the_last_finished_trials_and_every_unfinished_one():
+    study, _ = run(tpe(), 30)
+    running = study.ask()  # unfinished: always seen (the constant liar counts it)
+    view = RecentStudy(study, window=10)
+    numbers = [t.number for t in view._get_trials(deepcopy=False)]
+    assert numbers == list(range(20, 31)) and running.number == 30
+    finished = view.get_trials(states=(optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED))
+    assert [t.number for t in finished] == list(range(20, 30))
+    assert view.directions == study.directions  # everything else is the study's
+
+
+def test_past_the_window_it_suggests_from_the_view():
+    windowed, plain = run(RecentTrialsSampler(tpe(), window=10), 40)[1], run(tpe(), 40)[1]
+    assert windowed[:11] == plain[:11] and windowed != plain  # the 12th suggestion sees 10 of 11 finished trials
+
+
+def test_a_window_below_one_is_refused():
+    with pytest.raises(ValueError, match="1 or more"):
+        RecentTrialsSampler(tpe(), window=0)
