@@ -383,7 +383,11 @@ def main() -> int:
     p.add_argument("--seeds", type=int, help="seeds per trial (default: the search strategy's)")
     p.add_argument("--first-rung-seeds", type=int, metavar="N", help="seeds as a fidelity (search.run's flag)")
     p.add_argument(
-        "--max-concurrent", type=int, metavar="S", help="trials at once (search.run's flag): the driver's cost"
+        "--max-concurrent",
+        type=int,
+        default=SearchConfig.max_concurrent,
+        metavar="S",
+        help="trials at once (search.run's flag), for the driver's cost (default: %(default)s)",
     )
     measured = p.add_mutually_exclusive_group()
     measured.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")

@@ -204,7 +204,7 @@ def sampler_of(plan: StudyPlan, multivariate: bool = False, window: int = RECENT
     """The study's Optuna sampler, seeded, as its strategy says (search.study.strategy). ``multivariate``: TPE
     over the joint density of each group of parameters sampled together (``group``: the space is
     conditional); measured in the simulator only (benchmarks/README.md, search_quality), not offered
-    by ``search.run``. TPE models the last ``window`` finished trials (:mod:`search.study.recent`: a suggestion's
+    by ``search.run``. TPE models the last ``window`` finished trials (:mod:`search.study.recent`: its modelling
     cost stops growing there; a study with fewer finished trials gets exactly TPE's suggestions)."""
     sampler = plan.strategy.sampler
     if sampler == "random":

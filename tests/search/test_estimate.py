@@ -210,3 +210,13 @@ def test_the_estimate_prints_the_drivers_cost_at_its_slots():
     out = estimate(SearchConfig("absa", preset="smoke", trials=2000, max_concurrent=32), None, None)
     assert out["max_concurrent"] == 32 and out["driver"]["driver_cpu_minutes"] > 0
     assert out["driver"]["trial_processes_gb_at_least"] == round(32 * 125 / 1024, 1)
+
+
+def test_the_command_line_prices_a_study_without_and_with_max_concurrent(monkeypatch, capsys):
+    from search.estimate import main
+
+    for extra, slots in (([], 2), (["--max-concurrent", "64"], 64)):
+        monkeypatch.setattr("sys.argv", ["search.estimate", "absa", "--preset", "smoke", *extra])
+        assert main() == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["max_concurrent"] == slots and out["driver"]["driver_cpu_minutes"] >= 0
