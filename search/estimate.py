@@ -373,6 +373,21 @@ def planned(args: argparse.Namespace) -> dict:
     return {"study": study.name, "metric": study.metric, "spread_from": source, **plan(args.plan, sd)}
 
 
+def planning_arguments(p: argparse.ArgumentParser) -> None:
+    """``--plan`` and where its spread comes from."""
+    planning = p.add_argument_group("planning final seeds (--plan)")
+    planning.add_argument("--plan", type=float, metavar="GAIN", help="the true gain to find (0.02 = 2 pp)")
+    spread = planning.add_mutually_exclusive_group()
+    spread.add_argument("--spread", type=float, metavar="SD", help="sd of the paired per-seed differences")
+    spread.add_argument("--from-study", action="store_true", help="the spread a finished study's finalize recorded")
+    planning.add_argument("--name", help="with --from-study: the study invocation (default: the latest)")
+    planning.add_argument(
+        "--tracking-uri",
+        default="sqlite:///mlflow.db",
+        help="with --from-study: the MLflow store the study logged to (default: %(default)s)",
+    )
+
+
 def main() -> int:
     p = ArgumentParser(
         prog="python -m search.estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -405,17 +420,7 @@ def main() -> int:
         help="cost ratios of the strategies: a benchmarks.throughput --strategies JSON",
     )
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
-    planning = p.add_argument_group("planning final seeds (--plan)")
-    planning.add_argument("--plan", type=float, metavar="GAIN", help="the true gain to find (0.02 = 2 pp)")
-    spread = planning.add_mutually_exclusive_group()
-    spread.add_argument("--spread", type=float, metavar="SD", help="sd of the paired per-seed differences")
-    spread.add_argument("--from-study", action="store_true", help="the spread a finished study's finalize recorded")
-    planning.add_argument("--name", help="with --from-study: the study invocation (default: the latest)")
-    planning.add_argument(
-        "--tracking-uri",
-        default="sqlite:///mlflow.db",
-        help="with --from-study: the MLflow store the study logged to (default: %(default)s)",
-    )
+    planning_arguments(p)
     args = p.parse_args()
     setup_logging()
     if args.plan is not None:
