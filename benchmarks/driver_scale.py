@@ -21,10 +21,7 @@ Example: ``python -m benchmarks.driver_scale --trials 1000 3000 10000 --slots 25
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import os
-import platform
 import resource
 import subprocess
 import sys
@@ -32,9 +29,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.rows import append_row
 from search.study.recent import RECENT_TRIALS
 
 HERE = Path(__file__).resolve().parent / "results"
+UNBOUNDED = 10**9  # a window no study fills: TPE over every finished trial (--window 0)
 
 
 def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int) -> dict[str, Any]:
@@ -49,10 +48,11 @@ def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int
     cfg = SearchConfig("absa", simulate=str(path), trials=trials, max_concurrent=slots, search=search, search_seed=seed)
     suggest = Meter(CanonicalOptunaSearch, "suggest")
     cpu0, started = time.process_time(), time.perf_counter()
-    study = simulate(cfg, load_truth(path), window=window or 10**9)  # 0: a window no study fills, TPE alone
+    model = load_truth(path)
+    study = simulate(cfg, model, window=window or UNBOUNDED)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - started
     calls = [seconds for _, seconds in suggest.calls]
-    per_seed_epoch = load_truth(path).time.seconds_per_epoch or 1.0
+    per_seed_epoch = model.time.seconds_per_epoch or 1.0
     ends = [t.ended_at for t in study.trials if t.ended_at is not None]
     return {
         "trials": len(study.trials),
@@ -81,8 +81,8 @@ def quality(trials: int, slots: int, truth: str, search: str, window: int, studi
     from search.study.config import SearchConfig
 
     path = resolve_truth(truth)
-    scores: dict[int, list[float]] = {window: [], 10**9: []}
-    cpu: dict[int, float] = {window: 0.0, 10**9: 0.0}
+    scores: dict[int, list[float]] = {window: [], UNBOUNDED: []}
+    cpu: dict[int, float] = {window: 0.0, UNBOUNDED: 0.0}
     for i in range(studies):
         seeded = replace(load_truth(path), seed=i)
         cfg = SearchConfig(
@@ -93,7 +93,7 @@ def quality(trials: int, slots: int, truth: str, search: str, window: int, studi
             study = simulate(cfg, seeded, window=w)
             cpu[w] += time.process_time() - started
             scores[w].append(selections(study, seeded)[-1].true)
-    diff = np.array(scores[window]) - np.array(scores[10**9])
+    diff = np.array(scores[window]) - np.array(scores[UNBOUNDED])
     return {
         "trials": trials,
         "slots": slots,
@@ -101,12 +101,12 @@ def quality(trials: int, slots: int, truth: str, search: str, window: int, studi
         "window": window,
         "studies": studies,
         "true_windowed": round(float(np.mean(scores[window])), 4),
-        "true_unbounded": round(float(np.mean(scores[10**9])), 4),
+        "true_unbounded": round(float(np.mean(scores[UNBOUNDED])), 4),
         "paired_diff": round(float(diff.mean()), 4),
         "paired_diff_se": round(float(diff.std(ddof=1) / np.sqrt(len(diff))), 4) if len(diff) > 1 else None,
         "same_selection": int(np.sum(diff == 0)),
         "cpu_s_windowed": round(cpu[window], 1),
-        "cpu_s_unbounded": round(cpu[10**9], 1),
+        "cpu_s_unbounded": round(cpu[UNBOUNDED], 1),
     }
 
 
@@ -115,10 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.quality:
         for trials in args.trials:
             row = quality(trials, args.slots, args.truth, args.search, args.window, args.quality)
-            row = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), **row, "truth": args.truth}
-            print(json.dumps(row), flush=True)
-            with open(args.out, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_row(args.out, {**row, "truth": args.truth})
         return
     if args.one:
         print(json.dumps(one(args.one, args.slots, args.truth, args.search, args.window, args.seed)))
@@ -130,16 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         out = subprocess.run(command, capture_output=True, text=True)
         if out.returncode != 0:
             raise SystemExit(f"error: the study of {trials} trials failed: {out.stderr.strip().splitlines()[-1:]}")
-        row = {
-            "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-            **json.loads(out.stdout.strip().splitlines()[-1]),
-            "truth": args.truth,
-            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-            "load_1min": round(os.getloadavg()[0], 2),
-        }
-        print(json.dumps(row), flush=True)
-        with open(args.out, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_row(args.out, {**json.loads(out.stdout.strip().splitlines()[-1]), "truth": args.truth})
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -156,6 +144,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if min(args.trials) < 1 or args.slots < 1 or args.window < 0:
         p.error("--trials and --slots take whole numbers of 1 or more, --window 0 or more")
+    if args.quality and not args.window:
+        p.error("--quality compares a window with none: give --window 1 or more")
     return args
 
 

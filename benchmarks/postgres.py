@@ -35,11 +35,19 @@ def as_owner(command: list[str], owner: str | None) -> list[str]:
     return ["runuser", "-u", owner, "--", *command] if owner else command
 
 
+def step(name: str, command: list[str]) -> None:
+    """Run one setup command; a failure is one line naming it and what it said last."""
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        raise SystemExit(f"error: local PostgreSQL: {name} failed (exit {done.returncode}): {said}")
+
+
 @contextlib.contextmanager
 def local_postgres() -> Iterator[str]:
     """A PostgreSQL server on a fresh cluster in a folder of its own (removed afterwards: a folder of the caller's
-    may be closed to the ``postgres`` account); yields its SQLAlchemy URI for MLflow (``postgresql://...``, psycopg2:
-    ``pip install -e '.[postgres]'``); stopped afterwards."""
+    may be closed to the ``postgres`` account); yields its SQLAlchemy URI for MLflow (``postgresql://...``, psycopg 3:
+    ``pip install -e '.[postgres]'``); stopped afterwards. A setup step that fails ends in one line (SystemExit)."""
     bin_dir, port = binaries(), free_port()
     folder = Path(tempfile.mkdtemp(prefix="postgres-"))
     folder.chmod(0o755)
@@ -48,14 +56,12 @@ def local_postgres() -> Iterator[str]:
         record = pwd.getpwnam(owner)
         os.chown(folder, record.pw_uid, record.pw_gid)
     user = owner or pwd.getpwuid(os.geteuid()).pw_name
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "check": True}
-    subprocess.run(as_owner([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", user], owner), **quiet)
     options = f"-h 127.0.0.1 -p {port} -k {folder}"
     start = [str(bin_dir / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "server.log"), "-w", "start"]
-    subprocess.run(as_owner(start, owner), **quiet)
     try:
-        create = [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", user, DATABASE]
-        subprocess.run(create, **quiet)
+        step("initdb", as_owner([str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", user], owner))
+        step("pg_ctl start", as_owner(start, owner))
+        step("createdb", [str(bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", user, DATABASE])
         yield f"postgresql://{user}@127.0.0.1:{port}/{DATABASE}"
     finally:
         stop = [str(bin_dir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]

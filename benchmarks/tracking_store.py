@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import json
 import os
-import platform
 import statistics
 import tempfile
 import threading
@@ -36,6 +34,7 @@ from typing import Any
 
 from benchmarks.mlflow_server import local_mlflow_server
 from benchmarks.postgres import local_postgres
+from benchmarks.rows import append_row
 
 HERE = Path(__file__).resolve().parent / "results"
 STORES = ("sqlite", "server", "postgres")
@@ -154,19 +153,10 @@ def main(argv: list[str] | None = None) -> None:
                 store(kind, Path(tmp), args.workers) as uri,
             ):
                 figures = measure(uri, studies_for(args, senders))
-            row = {
-                "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-                "store": kind,
-                "senders": senders,
-                "server_workers": args.workers if kind != "sqlite" else None,
-                "workload": str(args.spool) if args.spool else f"{args.results} results x {args.metrics} metrics",
-                **figures,
-                "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-                "load_1min": round(os.getloadavg()[0], 2),
-            }
-            print(json.dumps(row), flush=True)
-            with open(args.out, "a") as f:
-                f.write(json.dumps(row) + "\n")
+            workload = str(args.spool) if args.spool else f"{args.results} results x {args.metrics} metrics"
+            workers = args.workers if kind != "sqlite" else None
+            row = {"store": kind, "senders": senders, "server_workers": workers, "workload": workload, **figures}
+            append_row(args.out, row)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -24,8 +24,6 @@ TRIAL_PROCESS_MB = 125  # a simulated trial's Ray worker, proportional set size,
 
 @dataclass(frozen=True)
 class DriverCost:
-    trials: int
-    slots: int
     cpu_minutes: float  # the driver's own work, in process
     peak_memory_mb: float
     trial_processes_gb: float  # what the slots' trial processes hold, over the cluster (simulated trials)
@@ -53,4 +51,4 @@ def driver_cost(trials: int, slots: int) -> DriverCost:
     sizes = sorted(MEASURED)
     cpu = along(trials, sizes, [MEASURED[n][0] for n in sizes])
     memory = along(max(trials, sizes[0]), sizes, [MEASURED[n][1] for n in sizes])
-    return DriverCost(trials, slots, cpu / 60, memory, slots * TRIAL_PROCESS_MB / 1024)
+    return DriverCost(cpu / 60, memory, slots * TRIAL_PROCESS_MB / 1024)

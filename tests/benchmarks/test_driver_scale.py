@@ -18,6 +18,9 @@ def test_the_arguments_are_checked(capsys):
     with pytest.raises(SystemExit):
         parse(["--window", "-1"])
     assert "--window 0 or more" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse(["--quality", "2", "--window", "0"])
+    assert "--window 1 or more" in capsys.readouterr().err
 
 
 def test_the_windows_cost_pairs_each_study_with_and_without_it():

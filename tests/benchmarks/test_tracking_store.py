@@ -61,3 +61,10 @@ def test_a_local_postgres_takes_a_studys_records_through_an_mlflow_server(tmp_pa
     with store("postgres", tmp_path, workers=1) as uri:
         figures = measure(uri, [synthetic_study(2, 2, 5)])
     assert figures["records"] == 8
+
+
+def test_a_failed_postgres_setup_step_is_one_line_naming_it():
+    from benchmarks.postgres import step
+
+    with pytest.raises(SystemExit, match=r"^error: local PostgreSQL: initdb failed \(exit 3\): no room$"):
+        step("initdb", ["sh", "-c", "echo starting; echo no room >&2; exit 3"])
