@@ -200,6 +200,12 @@ def add_stores(g: argparse._ArgumentGroup) -> None:
         help="MLflow tracking URI (default: %(default)s)",
     )
     g.add_argument(
+        "--artifact-location",
+        metavar="PATH_OR_URI",
+        help="where a new MLflow experiment keeps its artifacts (default: an mlruns folder beside a SQLite "
+        "tracking store, else the tracking server's)",
+    )
+    g.add_argument(
         "--tracking-grace",
         type=float,
         default=SearchConfig.tracking_grace,
@@ -286,6 +292,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         metric=args.metric,
         mode=args.mode,
         tracking_uri=args.tracking_uri,
+        artifact_location=args.artifact_location,
         storage=args.storage,
         optuna_storage=args.optuna_storage,
         resume=args.resume,

@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -170,12 +171,14 @@ class MlflowServer:
         return self
 
     def wait_up(self, timeout: float = 180) -> None:
+        """Until the server answers ``/health``: its port takes connections before its app answers (on a loaded
+        machine, for seconds), and a study's first check would time out there."""
         deadline = time.time() + timeout
         while True:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                urllib.request.urlopen(self.url + "/health", timeout=5).close()
                 return
-            except OSError:
+            except OSError:  # URLError, a refused or reset connection, a timeout
                 assert self.proc.poll() is None and time.time() < deadline, "mlflow server did not start"
                 time.sleep(0.5)
 

@@ -83,6 +83,9 @@ class Backend:
     seconds_per_epoch: float = 60.0
     seed_count: SeedCount = all_seeds
     interrupt_after: int | None = None  # results handled before a Ctrl-C and a --resume
+    # ``--resume --trials N`` (N trials in total), in turn: at the interrupt if there is one, then each after the
+    # study ended (``search.study.extend`` raises the saved total and clears Tune's FINISHED, as here)
+    extensions: tuple[int, ...] = ()
     # results between the state the limiter saved last and the interrupt: a hard kill between Tune's write of the
     # trials and its write of the searcher's state (``TuneController.save_to_dir``, in that order) resumes the
     # trials as they were and the scheduler as it was this many results before
@@ -112,9 +115,14 @@ class Backend:
         self._created = copy.deepcopy(self.scheduler)  # what tuner.pkl holds: the scheduler before any trial
 
     def run(self) -> list[SimTrial]:
+        extensions = list(self.extensions)
         self.fill()
         results = 0
-        while self._queue:
+        while self._queue or extensions:
+            if not self._queue:  # the study ended: the next --resume --trials N
+                self.resume(extensions.pop(0))
+                self.fill()
+                continue
             time, _, trial_id, epoch, seeds, cost = heapq.heappop(self._queue)
             self.clock = time
             self.report(self._by_id[trial_id], epoch, seeds, cost)
@@ -122,16 +130,19 @@ class Backend:
             if self.interrupt_after is not None and results == self.interrupt_after - self.state_lag:
                 self._saved = self._limiter.get_state()
             if results == self.interrupt_after:
-                self.resume()
+                self.resume(extensions.pop(0) if extensions else None)
             self.fail(self.fail_after.get(results, 0))
             self.fill()
         return list(self._all)
 
-    def resume(self) -> None:
+    def resume(self, trials: int | None = None) -> None:
         """Ctrl-C now, then ``--resume``, as Ray 2.60 does it: the epochs in flight are lost (a trial goes on from
         its last result's checkpoint); the limiter comes back from the state it saved (``get_state``, the
         scheduler's inside), the scheduler as tuner.pkl holds it (as created), the searcher as it was; every
-        unfinished trial is added again PENDING, the latest result first (``_requeue_restored_trials``)."""
+        unfinished trial is added again PENDING, the latest result first (``_requeue_restored_trials``).
+        ``trials``: ``--resume --trials N``, N trials in total where that is more."""
+        if trials is not None and trials > self.trials:
+            self.trials, self._finished = trials, False
         saved = self.__dict__.pop("_saved", None) if self.state_lag else None
         saved = saved if saved is not None else self._limiter.get_state()
         self._queue.clear()

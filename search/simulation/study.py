@@ -81,6 +81,7 @@ def simulate(
     state_lag: int = 0,
     fail_after: dict[int, int] | None = None,
     window: int = RECENT_TRIALS,
+    extensions: tuple[int, ...] = (),
 ) -> SimulatedStudy:
     """Run ``cfg``'s study against ``truth`` (``cfg.simulate`` names the truth file; ``truth`` may be
     that file with another ``seed``), with ``cfg.max_concurrent`` slots. ``scheduler`` builds the
@@ -90,7 +91,8 @@ def simulate(
     ``interrupt_after``/``state_lag``: a Ctrl-C and ``--resume`` after that many results, the scheduler's saved
     state that many results older than the trials'; ``fail_after``: how many running trials fail (and are retried)
     after that many results (:class:`search.simulation.backend.Backend`); ``window``: the finished trials TPE
-    models (:mod:`search.study.recent`)."""
+    models (:mod:`search.study.recent`); ``extensions``: ``--resume --trials N`` in turn, at the interrupt and after
+    the end."""
     study_plan = simulated_plan(cfg)
     asha = scheduler(study_plan, dict(truth.majority))
     asha.set_search_properties(study_plan.invocation.objective, study_plan.invocation.mode)  # as tune.run does
@@ -110,6 +112,7 @@ def simulate(
         interrupt_after=interrupt_after,
         state_lag=state_lag,
         fail_after=dict(fail_after or {}),
+        extensions=extensions,
     )
     found = backend.run()
     return SimulatedStudy(study_plan, found, backend.events, searcher)

@@ -27,6 +27,7 @@ class SearchConfig:
     metric: str | None = None  # primary-task metric name or full result key; None: the study's
     mode: str | None = None
     tracking_uri: str = "sqlite:///mlflow.db"
+    artifact_location: str | None = None  # a new experiment's artifacts; None: beside a SQLite store, else the server's
     storage: str | None = None  # None: ./ray_results
     optuna_storage: str | None = None  # None: optuna.db in a local --storage folder, else ./optuna.db
     resume: bool = False

@@ -24,14 +24,18 @@ def extend_trials(path: str, trials: int) -> int:
     folder = local_path(path)
     if folder is None:
         raise ConfigError(f"--resume --trials {trials}: {path} is in an object store; expected a local --storage")
-    saved = sorted(glob.glob(os.path.join(folder, STATE)), key=os.path.getmtime)
+    # Ray restores the greatest name (its session's start time), not the newest file: its sync to
+    # --storage rewrites every session's file, so their mtimes say nothing. Each is raised, in case.
+    saved = sorted(glob.glob(os.path.join(folder, STATE)))
     if not saved:
         raise ConfigError(f"--resume --trials {trials}: {path} holds no saved searcher state to extend")
-    with open(saved[-1], "rb") as f:
-        state = cloudpickle.load(f)
-    before = int(state["total_samples"])
-    if trials > before:
-        state["total_samples"], state["finished"] = trials, False
-        with open(saved[-1], "wb") as f:
-            cloudpickle.dump(state, f)
+    before = 0
+    for name in saved:
+        with open(name, "rb") as f:
+            state = cloudpickle.load(f)
+        before = int(state["total_samples"])  # the last one read is the one Ray restores
+        if trials > before:
+            state["total_samples"], state["finished"] = trials, False
+            with open(name, "wb") as f:
+                cloudpickle.dump(state, f)
     return before

@@ -134,21 +134,28 @@ class StudyPlan:
 def stores_of(cfg: SearchConfig) -> Stores:
     """Where the study keeps things (the runner checks them, and reads a resumed study's record, before the plan).
     Given ``--storage`` and ``--tracking-uri``, nothing lands in the working folder: Optuna's SQLite file goes
-    in a local ``--storage`` folder, MLflow's artifacts beside its SQLite store."""
+    in a local ``--storage`` folder, MLflow's artifacts beside its SQLite store (or at ``--artifact-location``)."""
     storage = cfg.storage or DEFAULT_STORAGE
     folder = local_path(cfg.storage) if cfg.storage else None
     optuna = cfg.optuna_storage or (f"sqlite:///{folder}/optuna.db" if folder else DEFAULT_OPTUNA)
     tracking = absolute_sqlite(cfg.tracking_uri)
     sqlite = tracking.startswith("sqlite:///")
-    artifacts = Path(tracking.removeprefix("sqlite:///")).parent / "mlruns" if sqlite else None
+    beside = Path(tracking.removeprefix("sqlite:///")).parent / "mlruns" if sqlite else None
+    artifacts = artifact_uri(cfg.artifact_location) if cfg.artifact_location else beside
     return Stores(
         tracking,
         storage,
         storage_path(storage),
         absolute_sqlite(optuna),
         cfg.tracking_grace,
-        artifacts.as_uri() if artifacts else None,
+        artifacts.as_uri() if isinstance(artifacts, Path) else artifacts,
     )
+
+
+def artifact_uri(location: str) -> str:
+    """``--artifact-location`` as MLflow takes it: a local folder made absolute (MLflow would resolve a relative
+    one against whichever process reads it), a URI as given."""
+    return location if "://" in location else Path(location).expanduser().resolve().as_uri()
 
 
 def first_points(strategy: SearchStrategy, study: Study, base: TrainConfig) -> tuple[dict[str, Any], ...]:
@@ -238,6 +245,11 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
         record = Record(cfg, kind, study, preset_name, base, tuple(seeds), first or 0, trials, gpus, screen or 0.0)
         started = Started(name, record.invocation(f"{stores.root}/{name}", stores.optuna_storage), "")
     invocation = started.invocation
+    if resuming and strategy.only_first and (cfg.trials or 0) > invocation.trials:
+        raise ConfigError(
+            f"--resume --trials {cfg.trials}: study {started.name} is --search {strategy.name}, its "
+            f"{invocation.trials} points and nothing else; expected a study searched by a sampler (--search tpe)"
+        )
     made = StudyPlan(
         study=study,
         preset_reason=preset_reason,

@@ -61,7 +61,7 @@ def run(cfg: SearchConfig, kinds: Kinds) -> StudyOutcome:
 def planned(cfg: SearchConfig, kinds: Kinds) -> StudyPlan:
     """The stores checked, a resumed study's record read, the kind chosen (once), the site looked up: the plan."""
     stores = stores_of(cfg)
-    runs.check_tracking_uri(stores.tracking_uri)
+    runs.check_tracking_uri(stores.tracking_uri, min(stores.tracking_grace, runs.STARTING_SERVER_WAIT))
     started = recorded(cfg, stores) if cfg.resume else None
     if started is not None:
         warn_ignored_on_resume(cfg)

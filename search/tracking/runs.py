@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -19,6 +20,7 @@ from search.tracking import records as rec
 from search.tracking.records import Invocation
 from search.tracking.trial_record import TrialRecord
 from search.tracking.view import share_trial_view, training_experiment, trial_view_url
+from trainables.cli import mask_credentials
 from trainables.config import ConfigError
 
 logger = logging.getLogger(__name__)
@@ -28,17 +30,14 @@ def client(tracking_uri: str):
     return MlflowClient(tracking_uri=tracking_uri)
 
 
-def check_tracking_uri(tracking_uri: str) -> None:
-    """Fail fast (before any trial) when the store cannot be reached."""
+STARTING_SERVER_WAIT = 60.0  # seconds a server that does not answer yet gets at the start (one line says so)
+
+
+def check_tracking_uri(tracking_uri: str, wait: float = STARTING_SERVER_WAIT) -> None:
+    """Fail fast (before any trial) when the store cannot be reached; a tracking server gets ``wait`` seconds to
+    answer, as one that is starting (its port open before its app answers, or not yet open) needs."""
     if tracking_uri.startswith(("http://", "https://")):
-        # the REST client retries with back-off for minutes; one short probe says enough
-        try:
-            urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=5).close()
-        except urllib.error.HTTPError:
-            pass  # a server answered (behind a proxy prefix or auth, /health may be 401/404): reachable
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {reason}") from None
+        wait_for_server(tracking_uri, wait)
         return
     if tracking_uri.startswith("sqlite:///"):
         # checking by opening would create the database before the study is known to be valid
@@ -53,20 +52,58 @@ def check_tracking_uri(tracking_uri: str) -> None:
         raise ConnectionError(f"MLflow tracking URI {tracking_uri} is unreachable: {first[:200]}") from None
 
 
+def wait_for_server(tracking_uri: str, wait: float) -> None:
+    """Probe ``/health`` until a server answers (the REST client would retry with back-off for minutes)."""
+    masked, deadline, said = mask_credentials(tracking_uri), time.monotonic() + wait, False
+    while True:
+        try:
+            urllib.request.urlopen(tracking_uri.rstrip("/") + "/health", timeout=5).close()
+            return
+        except urllib.error.HTTPError:
+            return  # a server answered (behind a proxy prefix or auth, /health may be 401/404): reachable
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            if time.monotonic() >= deadline:
+                unreachable = f"MLflow tracking URI {masked} is unreachable after {wait:.0f} s: {reason}"
+                raise ConnectionError(unreachable) from None
+            if not said:
+                logger.info(
+                    "MLflow tracking server %s does not answer yet (%s); waiting up to %.0f s", masked, reason, wait
+                )
+                said = True
+            time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+
+
 def start_parent_run(
     tracking_uri: str, experiment: str, name: str, params: dict[str, Any], artifact_root: str | None = None
 ) -> str:
     c = client(tracking_uri)
-    experiment = training_experiment(c, experiment, artifact_root)
-    run = c.create_run(experiment, run_name=name, tags={rec.KIND_TAG: rec.STUDY_KIND, rec.TUNE_EXPERIMENT_TAG: name})
+    experiment_id = training_experiment(c, experiment, artifact_root)
+    say_artifacts(c.get_experiment(experiment_id).artifact_location, artifact_root, experiment)
+    run = c.create_run(experiment_id, run_name=name, tags={rec.KIND_TAG: rec.STUDY_KIND, rec.TUNE_EXPERIMENT_TAG: name})
     c.log_batch(run.info.run_id, params=[Param(k, param_text(v)) for k, v in params.items()])
     if rec.OBJECTIVE in params:
-        share_trial_view(c, experiment, name, run.info.run_id, params.get("mode", "max"))
-        url = trial_view_url(experiment, name)
+        share_trial_view(c, experiment_id, name, run.info.run_id, params.get("mode", "max"))
+        url = trial_view_url(experiment_id, name)
         c.set_tag(run.info.run_id, "mlflow.note.content", f"Trials side by side, best first: `{url}` in the MLflow UI.")
         server = tracking_uri if tracking_uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
         logger.info("MLflow: trials side by side, best first, at %s/%s", server.rstrip("/"), url)
     return run.info.run_id
+
+
+def say_artifacts(location: str, asked: str | None, experiment: str) -> None:
+    """The start line's word on where artifacts go: an experiment keeps the root it was created with."""
+    where = mask_credentials(location)
+    if asked and location.rstrip("/") != asked.rstrip("/"):
+        logger.info(
+            "MLflow artifacts: %s, where experiment %s was created to keep them (not %s: MLflow does not move an "
+            "experiment's artifacts; another --tracking-uri or study name starts a new one)",
+            where,
+            experiment,
+            mask_credentials(asked),
+        )
+    else:
+        logger.info("MLflow artifacts: %s", where)
 
 
 def param_text(value: Any) -> str:

@@ -4,6 +4,7 @@ the MLflow spool)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import subprocess
@@ -92,6 +93,18 @@ class Driver:
             time.sleep(0.2)
         raise AssertionError(f"no {pattern!r} within {timeout}s:\n{self.output[-4000:]}")
 
+    def wait_for_results(self, experiment: Path, count: int, timeout: float = 300) -> None:
+        """Until Tune's trials under ``experiment`` have written ``count`` results in all (their
+        ``result.json``, on disk as each epoch ends): the workers' log lines reach the driver through
+        Ray's log relay, which lags by seconds to tens of seconds on a loaded machine."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if results_written(experiment) >= count:
+                return
+            assert self.proc.poll() is None, f"driver ended early:\n{self.output[-4000:]}"
+            time.sleep(0.2)
+        raise AssertionError(f"no {count} results under {experiment} within {timeout}s:\n{self.output[-4000:]}")
+
     def finish(self, timeout: float = 600) -> int:
         self.proc.wait(timeout=timeout)
         self._reader.join(timeout=30)
@@ -102,6 +115,15 @@ class Driver:
 
 
 # -- what a study left behind ---------------------------------------------------------
+def results_written(experiment: Path) -> int:
+    """Results Tune's trials under ``experiment`` have written so far (a line of ``result.json`` each)."""
+    total = 0
+    for path in experiment.glob("trial_*/result.json"):
+        with contextlib.suppress(OSError):
+            total += sum(1 for line in path.read_text().splitlines() if line.strip())
+    return total
+
+
 def runs(db: Path) -> list[dict]:
     """Every run of the tracking store: name, status and tags."""
     with sqlite3.connect(db, timeout=30) as con:

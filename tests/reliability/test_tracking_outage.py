@@ -7,11 +7,11 @@ import time
 import pytest
 from conftest import MlflowServer
 from faults import (
-    EPOCH_LINE,
     RUN,
     Driver,
     figure,
     optuna_running,
+    results_written,
     runs,
     spool_of,
     steps_logged,
@@ -40,7 +40,7 @@ def test_long_outage_stops_resumably_and_short_one_is_absorbed(tmp_path, tiny_be
         # -- long outage: the server goes for good after the first epoch ---------------------------
         args = study_args(tmp_path, tiny_bert, server.url, "outage", "--trials", "1", "--epochs", str(EPOCHS))
         driver = Driver([*RUN, *args, "--tracking-grace", str(GRACE)], tmp_path)
-        driver.wait_for(EPOCH_LINE.pattern)
+        driver.wait_for_results(tmp_path / "ray" / "outage", 1)  # the first epoch ended
         down = server.stop()
         code = driver.finish(timeout=300)
         ended = time.time()
@@ -63,7 +63,7 @@ def test_long_outage_stops_resumably_and_short_one_is_absorbed(tmp_path, tiny_be
         server.start()
         driver = Driver([*RUN, *args, "--resume"], tmp_path)
         driver.wait_for(r"sending \d+ MLflow records")
-        driver.wait_for(EPOCH_LINE.pattern)
+        driver.wait_for_results(tmp_path / "ray" / "outage", results_written(tmp_path / "ray" / "outage") + 1)
         short_down = server.stop()
         server.start()  # a restart: down as long as the server takes to start, training goes on
         short_up = time.time()

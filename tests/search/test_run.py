@@ -262,7 +262,9 @@ def test_bad_input_fails_before_any_trial(tmp_path, tiny_bert):
         ("absa", "--anneal-range", "0,1.5"): "anneal_c range [0.0, 1.5]: expected within [0.0, 1.0]",
         ("absa", "--metric", "bogus"): "--metric 'semeval/dev/bogus/mean': expected one of",
         ("absa", "--data-dir", str(tmp_path / "nodata")): "semeval: missing dataset file(s)",
-        ("absa", "--tracking-uri", "http://127.0.0.1:9"): "MLflow tracking URI http://127.0.0.1:9 is unreachable",
+        # a server that does not answer gets the grace (at most a minute) to start: 3 s here, said in one line
+        ("absa", "--tracking-uri", "http://127.0.0.1:9", "--tracking-grace", "3"): "MLflow tracking URI "
+        "http://127.0.0.1:9 is unreachable after 3 s",
         ("absa", "--address", "127.0.0.1:9"): "Ray cluster at --address 127.0.0.1:9 is unreachable",
         ("absa", "--storage", "/proc/x"): "--storage /proc/x: /proc is not a writable directory",
         ("absa", "--optuna-storage", "sqlite:////proc/x/optuna.db"): "--optuna-storage sqlite:////proc/x/optuna.db: "

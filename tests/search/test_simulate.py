@@ -188,7 +188,8 @@ def test_a_30_trial_study_at_8_slots_recovers_the_truth(tmp_path):
 @pytest.mark.extended
 def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdict(tmp_path):
     """Ctrl-C after the first trial; the line the study prints, pasted in another folder, finishes it with
-    the preset it started with, then finalize and the report (seconds: an epoch of 3 seeds sleeps 1 s)."""
+    the preset it started with, then finalize and the report (seconds: an epoch of 3 seeds sleeps 1 s); the same
+    line with ``--trials 10`` extends it to 10 trials and answers again."""
     truth = tmp_path / "slow.toml"
     truth.write_text(Path(resolve_truth("three_better")).read_text().replace("scale = 0.0 ", "scale = 0.00556 "))
     args = ["--simulate", str(truth), "--trials", "8", "--max-concurrent", "2", "--epochs", "2", "--grace-period", "2"]
@@ -226,6 +227,19 @@ def test_an_interrupted_simulated_study_resumes_with_its_printed_line_to_a_verdi
     # the final runs: the winner, the single-task opponent and the winner's ablation
     assert parent.data.tags["final_verdict"].startswith("acc_4way: ") and len(runs["final"]) == 3
     assert (next((elsewhere / "results" / "absa").iterdir()) / "report.md").is_file()
+    # then two more trials with the same line: the study was interrupted and resumed (two sessions' saved states)
+    r = subprocess.run(
+        [sys.executable, *argv, "--trials", "10"],
+        cwd=elsewhere,
+        env=no_torch(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert "10 trials in total (started with 8)" in r.stderr and "== absa: the answer ==" in r.stdout
+    _, runs = study_runs(tmp_path)
+    assert len(runs["trial"]) == 10 and all(t.data.tags["status"] == "completed" for t in runs["trial"])
 
 
 @pytest.mark.slow
@@ -252,17 +266,19 @@ def test_on_a_ray_with_gpus_every_simulated_trial_asks_for_one(tmp_path, monkeyp
 
 @pytest.mark.slow
 def test_given_storage_and_tracking_uri_nothing_lands_in_the_working_folder(tmp_path):
-    """No --optuna-storage: Optuna's file goes in the --storage folder, MLflow's artifacts beside its store."""
+    """No --optuna-storage: Optuna's file goes in the --storage folder, MLflow's artifacts (the trials' configs, the
+    final runs', the report's) beside its store, said in the start line; the working folder gets results/ alone."""
     cwd, stores = tmp_path / "cwd", tmp_path / "stores"
     cwd.mkdir()
     stores.mkdir()
-    args = ["--simulate", "null", "--trials", "2", "--epochs", "1", "--grace-period", "1", "--no-report"]
+    args = ["--simulate", "null", "--trials", "2", "--epochs", "1", "--grace-period", "1"]
     run = [sys.executable, "-m", "search.run", "absa", *args, "--storage", str(stores / "ray")]
     run += ["--tracking-uri", f"sqlite:///{stores}/mlflow.db"]
     r = subprocess.run(run, cwd=cwd, env=no_torch(tmp_path), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert list(cwd.iterdir()) == []
-    assert (stores / "ray" / "optuna.db").is_file() and (stores / "mlruns").is_dir()
+    assert [p.name for p in cwd.iterdir()] == ["results"]
+    assert f"MLflow artifacts: {(stores / 'mlruns').as_uri()}" in r.stderr
+    assert (stores / "ray" / "optuna.db").is_file() and list((stores / "mlruns").glob("*/artifacts/trial_config.json"))
 
 
 @pytest.mark.extended  # make test-all: CI's 12 minutes; tests/search/test_run.py extends a trained study in CI

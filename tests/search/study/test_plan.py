@@ -75,6 +75,17 @@ def test_invocation_round_trips_through_mlflow_params_and_masks_credentials():
         Invocation.from_params({k: v for k, v in params.items() if k not in ("mode", "model")})
 
 
+def test_artifacts_go_beside_a_sqlite_store_or_where_the_flag_says(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    beside = stores_of(SearchConfig("absa", tracking_uri=f"sqlite:///{tmp_path}/db/m.db"))
+    assert beside.artifact_root == (tmp_path / "db" / "mlruns").as_uri()
+    relative = stores_of(SearchConfig("absa", tracking_uri="sqlite:///db/m.db", artifact_location="art"))
+    assert relative.artifact_root == (tmp_path / "art").as_uri()  # absolute: a worker resolves it nowhere else
+    given = stores_of(SearchConfig("absa", tracking_uri="http://127.0.0.1:5000", artifact_location="s3://b/absa"))
+    assert given.artifact_root == "s3://b/absa"
+    assert stores_of(SearchConfig("absa", tracking_uri="http://127.0.0.1:5000")).artifact_root is None  # the server's
+
+
 def test_resume_continues_with_the_started_data_whatever_the_flags_say():
     first = planned(SearchConfig("absa", preset="smoke", epochs=3, auxiliary=("sst2",), trials=4, seeds=2))
     started = first.invocation
