@@ -24,6 +24,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +37,8 @@ RESULTS = Path(__file__).parent / "results" / "default_run.jsonl"
 SEARCH_END = "search.study.runner: study "
 FINAL_LOGGERS = ("search.answer.final", "search.answer.retrain", "search.answer.register")
 REPORT_END = "report written to "
+FORECAST = r"; the run: ~(\d+) (min|s) "  # search.study.sizing's start line
+SIZED = "over the 15-minute promise"
 VERDICT = " on test "  # the summary's verdict line: "multitask vs single-task on test acc_4way, ..."
 
 
@@ -48,9 +51,16 @@ class Phases:
     report: float | None = None
     exit: float | None = None
     verdict: str = ""
+    forecast: float | None = None  # the whole run as the start line forecast it (seconds, to its rounding)
+    forecast_at: float | None = None  # when that line came
+    sized: str = ""  # the line that sized the preset's training rows to the machine, where one came
     lines: list[str] = field(default_factory=list)
 
     def see(self, line: str, at: float) -> None:
+        if (found := re.search(FORECAST, line)) and self.forecast is None:
+            self.forecast, self.forecast_at = float(found[1]) * (60 if found[2] == "min" else 1), at
+        if SIZED in line:
+            self.sized = line.split(": ", 1)[-1].strip()
         if SEARCH_END in line and " finished: " in line:
             self.search = at
         elif any(f" {name}: " in line for name in FINAL_LOGGERS):
@@ -107,6 +117,12 @@ def main() -> int:
         "exit_code": code,
         "wall_s": round(phases.exit or 0.0, 1),
         "phases_s": phases.durations(),
+        "forecast_s": phases.forecast,  # what the start line said (to the minute), and when it said it
+        "forecast_at_s": None if phases.forecast_at is None else round(phases.forecast_at, 1),
+        "forecast_error": None
+        if not phases.forecast or not phases.exit
+        else round(phases.forecast / phases.exit - 1, 3),
+        "sized": phases.sized,
         "verdict": phases.verdict,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "load_1min": {"start": round(load_before, 2), "end": round(os.getloadavg()[0], 2)},

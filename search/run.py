@@ -154,6 +154,13 @@ def add_space(g: argparse._ArgumentGroup) -> None:
             help=f"search range of the {what} (default: the study's)",
         )
     g.add_argument("--model", help="encoder: AutoModel name or local path (default: preset's)")
+    g.add_argument(
+        "--train-rows",
+        type=int,
+        metavar="N",
+        help="at most N training rows per task (default: the preset's; the smoke preset on this machine's CPU: "
+        "fewer where the measured pace says the run would not fit 15 minutes)",
+    )
 
 
 def add_resources(g: argparse._ArgumentGroup) -> None:
@@ -301,6 +308,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         search=args.search,
         model=args.model,
         epochs=args.epochs,
+        train_rows=args.train_rows,
         grace_period=args.grace_period,
         reduction_factor=args.reduction_factor,
         max_failures=args.max_failures,
@@ -358,7 +366,12 @@ def main() -> int:
     if plan.finalize:
         try:
             final_cfg = FinalizeConfig(
-                plan.study.name, study.name, plan.final_seeds, plan.stores.tracking_uri, resources=plan.resources
+                plan.study.name,
+                study.name,
+                plan.final_seeds,
+                plan.stores.tracking_uri,
+                resources=plan.resources,
+                expected_s=study.final_expected_s(),
             )
             final = finalize(final_cfg, trial_kind, kind=plan.kind)
         except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands

@@ -25,6 +25,7 @@ class FinalizeConfig:
     resources: Resources = FINAL_RESOURCES  # a final run's CPUs and GPUs, runs at once, retries, the Ray cluster
     register: bool = True
     max_seeds: int | None = None  # the spending plan's planned most seeds (None: the study's, or 2K >= 10)
+    expected_s: float | None = None  # the final runs' seconds as forecast (search.study.forecast); None: none
 
     def __post_init__(self) -> None:
         get_study(self.study)

@@ -81,7 +81,7 @@ def fit_final_runs(
     """The final runs as one Tune experiment beside the study's; its results once MLflow has them all."""
     from ray import tune
 
-    from search.study.progress import FinalLines
+    from search.study.progress import FinalLines, FinalStatus
     from search.study.tuner import build_tuner
     from search.tracking.sink import spool_path, study_spool
     from search.tracking.tracker import MLflowTracker
@@ -101,6 +101,7 @@ def fit_final_runs(
         max_failures=cfg.resources.max_failures,  # a final run whose process or node is lost goes on, as a trial does
         keep_checkpoints=1,
         callbacks=[tracker, FinalLines(objective, epochs)],
+        progress_reporter=FinalStatus(epochs, cfg.expected_s),
         max_concurrent_trials=concurrent,
     )
     results = tuner.fit()

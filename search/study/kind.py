@@ -54,6 +54,7 @@ class TrialKind(abc.ABC):
     registers_model: bool = True  # finalize logs and registers the winner's model
     model_bytes: int | None = None  # a checkpoint's model bytes per seed; None: the encoder's (search.infra.disk)
     counts_gpus: bool = True  # whether the preset's default depends on the cluster's GPUs
+    paced: bool = False  # whether this machine's pace tells a trial's time (:meth:`pace`)
 
     def flags(self) -> list[str]:
         """The command-line flags that make a study of this kind (for the line that resumes it)."""
@@ -69,6 +70,12 @@ class TrialKind(abc.ABC):
     def epochs(self, asked: int | None) -> int | None:
         """The epochs every trial trains: ``asked`` (``--epochs``; None: the preset's), or the kind's own."""
         return asked
+
+    def pace(self, base: TrainConfig, data: TrialData, threads: int, at_once: int = 1) -> Any:
+        """This machine's pace at ``base``'s scale (:class:`trainables.pace.Pace`), measured with a trial's
+        ``threads``, ``at_once`` trials side by side, where :attr:`paced` (a simulated trial sleeps its truth's
+        time)."""
+        raise NotImplementedError(f"{type(self).__name__} has no pace to measure")
 
     def checked(self, plan: Any) -> Any:
         """The :class:`~search.study.plan.StudyPlan` ``plan`` as made, or one line refusing what this kind cannot
@@ -145,6 +152,13 @@ class TrainedTrials(TrialKind):
         logger.info("datasets of %s tokenized in %.1fs", ",".join(everything.tasks), time.perf_counter() - started)
         majority = majority_scores(data[study.primary].task, data[study.primary].dev_examples)
         return TrialData(data, data_signature(base, tokenizer), majority)
+
+    paced = True
+
+    def pace(self, base: TrainConfig, data: TrialData, threads: int, at_once: int = 1) -> Any:
+        from trainables.pace import measure_pace
+
+        return measure_pace(base.with_(tasks=tuple(data.data)), data.data, threads, at_once)
 
     def trainable(self, data: TrialData, objective: str, cpus: float, gpus: float) -> Any:
         from trainables.tune import multitask_trainable

@@ -115,6 +115,8 @@ class StudyPlan:
     report: bool
     finalize: bool
     final_seeds: int
+    forecast: Any = None  # the run's forecast from this machine's pace (search.study.sizing); None: none made
+    prepared: Any = None  # the TrialData the pace was measured on, for ready() to take; None: prepared there
 
     @property
     def path(self) -> str:
@@ -316,6 +318,7 @@ class Record:
             simulate=self.kind.truth,
             first_rung_seeds=self.first_rung_seeds,
             screen=self.screen,
+            train_rows=cfg.train_rows or 0,
         )
 
 
@@ -363,7 +366,7 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
         batch_size=preset.batch_size,
         seed=0,
         lr=preset.lr or TrainConfig.lr,
-        max_train_examples=preset.max_train_examples,
+        max_train_examples=cfg.train_rows or preset.max_train_examples,
         train_fraction=preset.train_fraction,
         max_eval_examples=preset.max_eval_examples,
         max_auxiliary_eval_examples=preset.max_auxiliary_eval_examples,

@@ -54,7 +54,7 @@ def ready(plan: StudyPlan) -> TrialData:
         logger.info("%s", plan.search_reason)
     if plan.gpu_reason:
         logger.info("%s", plan.gpu_reason)
-    data = plan.kind.prepare(plan.study, plan.base, plan.invocation.objective)
+    data = plan.prepared or plan.kind.prepare(plan.study, plan.base, plan.invocation.objective)
     connect(res.address, res.cpus_per_trial, res.gpus_per_trial, plan.stores.storage, res.ray_cpus)
     if plan.preset.note:
         logger.info("%s", plan.preset.note)

@@ -51,14 +51,33 @@ class TrialLines(ConsoleLines):
 
 
 class FinalLines(ConsoleLines):
-    """finalize's runs on the console: a line per epoch of each (the workers' own step lines stay off it)."""
+    """finalize's runs on the console: a line per epoch of each (the workers' own step lines stay off it), with
+    finalize's ETA."""
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         epoch = result.get("epoch")
         if epoch is None or float(epoch) != int(float(epoch)):
             return  # a screen point inside the first epoch: not a final run's
         label = TrialConfig.of_tune(trial.config).label or trial.trial_id
-        self._print(f"{label}: epoch {float(epoch):g} of {self.max_epochs}, dev {score_text(result, self.objective)}")
+        line = f"{label}: epoch {float(epoch):g} of {self.max_epochs}, dev {score_text(result, self.objective)}"
+        self._print(line + final_eta(trials, trial, result, self.max_epochs))
+
+
+def final_eta(trials: Sequence[Any], trial: Any, result: Mapping[str, Any], max_epochs: int) -> str:
+    """``; finalize ETA 3 min``: the final runs' seed-epochs still to train at the pace they have shown, those
+    running at once sharing the machine as they have so far (``trial``'s ``result`` may not be its last yet)."""
+    spent = seconds = to_go = 0.0
+    running = 0
+    for t in trials:
+        last = result if t is trial else (t.last_result or {})
+        seeds, epoch = len(TrialConfig.of_tune(t.config).seeds), float(last.get("epoch", 0) or 0)
+        spent, seconds = spent + seeds * epoch, seconds + float(last.get("time_total_s", 0.0))
+        if t.status not in TUNE_ENDED:
+            to_go += seeds * (max_epochs - epoch)
+            running += t.status == RUNNING or t is trial
+    if not spent or not seconds:
+        return ""
+    return f"; finalize ETA {duration(to_go * seconds / spent / max(1, running))}"
 
 
 def tag(trial) -> str:
@@ -123,10 +142,14 @@ class Work(SavedDefaults):
         return total + alive * schedule.seed_epochs(self.max_t)
 
 
-def work_text(trials: Sequence[Any], running: Sequence[Any], left: int, work: Work) -> str:
-    """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time)``. A paused trial waits
-    for its rung's decision while a trial still alive has not reached that rung (cohort halving decides a rung
-    when every live trial has reported there); after it, a paused trial was promoted and waits for a slot."""
+def work_text(
+    trials: Sequence[Any], running: Sequence[Any], left: int, work: Work, forecast: Any = None, elapsed_s: float = 0
+) -> str:
+    """``14 seed-epochs spent, ~9 to go: ETA 3 min (12.5 s per seed-epoch, 2 at a time), the answer in ~11 min``.
+    A paused trial waits for its rung's decision while a trial still alive has not reached that rung (cohort
+    halving decides a rung when every live trial has reported there); after it, a paused trial was promoted and
+    waits for a slot. The answer's ETA (with a ``forecast``): the search's, then finalize and the report as
+    forecast, at the pace the search's seed-epochs have shown against the forecast's."""
     spent, seconds, to_go = 0.0, 0.0, 0.0
     live = [t for t in trials if t in running or t.status == PAUSED]
     lowest = min((float((t.last_result or {}).get("epoch", 0)) for t in live), default=0.0) if not left else 0.0
@@ -141,9 +164,25 @@ def work_text(trials: Sequence[Any], running: Sequence[Any], left: int, work: Wo
     to_go += left * work.expected(work.schedule({}))
     text = f"{spent:g} seed-epochs spent, ~{to_go:.0f} to go"
     if not spent or not seconds:
-        return text + ": ETA after the first epoch"
+        answer = f", the answer in ~{duration(max(0.0, forecast.rest_s - elapsed_s))}" if forecast else ""
+        return text + ": ETA after the first epoch" + answer
     per, slots = seconds / spent, max(1, len(running))
-    return text + f": ETA {duration(to_go * per / slots)} ({per:.1f} s per seed-epoch, {slots} at a time)"
+    eta = to_go * per / slots
+    text += f": ETA {duration(eta)} ({per:.1f} s per seed-epoch, {slots} at a time)"
+    if forecast is None:
+        return text
+    after = (forecast.final_s + forecast.report_s) * per / forecast.seed_epoch_s if forecast.seed_epoch_s else 0
+    return text + f", the answer in ~{duration(eta + after)}"
+
+
+def seconds_per_seed_epoch(trials: Sequence[Any], work: Work) -> float | None:
+    """The pace the trials have shown: their seconds over the seed-epochs they reported (None: none yet)."""
+    spent = seconds = 0.0
+    for t in trials:
+        result = t.last_result or {}
+        spent += work.schedule(t.config).seed_epochs(float(result.get("epoch", 0)))
+        seconds += float(result.get("time_total_s", 0.0))
+    return seconds / spent if spent and seconds else None
 
 
 def duration(seconds: float) -> str:
@@ -159,6 +198,7 @@ class StudyStatus(ProgressReporter):
     epoch: a trial ASHA stopped at epoch 1 against completed ones."""
 
     work: Work | None = None  # a reporter pickled before the ETA existed (a study resumed across versions) has none
+    forecast: Any = None  # the run's forecast from this machine's pace (search.study.forecast), where one was made
 
     def __init__(
         self,
@@ -167,9 +207,10 @@ class StudyStatus(ProgressReporter):
         every_s: float = 60.0,
         stream: TextIO | None = None,
         work: Work | None = None,
+        forecast: Any = None,
     ) -> None:
         self.objective, self.max_epochs, self.every_s = objective, max_epochs, every_s
-        self.stream, self.work = stream, work
+        self.stream, self.work, self.forecast = stream, work, forecast
         self.mode, self.total, self.start, self.last = "max", None, time.time(), time.time()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -185,8 +226,45 @@ class StudyStatus(ProgressReporter):
     def report(self, trials, done: bool, *sys_info: str) -> None:
         self.last = time.time()
         elapsed = self.last - self.start
-        line = status_line(trials, self.objective, self.max_epochs, self.mode, elapsed, self.total, self.work)
+        line = status_line(
+            trials, self.objective, self.max_epochs, self.mode, elapsed, self.total, self.work, self.forecast
+        )
         print(line, file=self.stream or sys.stdout, flush=True)
+
+
+class FinalStatus(ProgressReporter):
+    """finalize's status line a minute: its runs report once, at their end, so until one ends the ETA is the
+    forecast's (``expected_s``: the finalize phase as forecast at the search's pace; None: none)."""
+
+    def __init__(self, max_epochs: int, expected_s: float | None, every_s: float = 60.0, stream=None) -> None:
+        self.max_epochs, self.expected_s, self.every_s, self.stream = max_epochs, expected_s, every_s, stream
+        self.start = self.last = time.time()
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "stream": None}
+
+    def setup(self, start_time=None, total_samples=None, metric=None, mode=None, **kwargs) -> None:
+        self.start = self.last = start_time or time.time()
+
+    def should_report(self, trials, done: bool = False) -> bool:
+        return not done and time.time() - self.last >= self.every_s
+
+    def report(self, trials, done: bool, *sys_info: str) -> None:
+        self.last = time.time()
+        elapsed = self.last - self.start
+        ended = sum(t.status in TUNE_ENDED for t in trials)
+        running = sum(t.status == RUNNING for t in trials)
+        minutes, seconds = divmod(int(elapsed), 60)
+        line = f"[finalize {minutes:02d}:{seconds:02d}] final runs: {ended} done, {running} running"
+        eta = final_eta(trials, None, {}, self.max_epochs) if ended else ""
+        if not eta and self.expected_s is not None:
+            left = self.expected_s - elapsed
+            eta = (
+                f"; ETA ~{duration(left)} (forecast)"
+                if left > 0
+                else f"; past its forecast (~{duration(self.expected_s)})"
+            )
+        print(line + eta, file=self.stream or sys.stdout, flush=True)
 
 
 NAMED_RUNNING = 4  # running trials the status line names one by one; more are summed up
@@ -200,6 +278,7 @@ def status_line(
     elapsed_s: float,
     total: int | None = None,
     work: Work | None = None,
+    forecast: Any = None,
 ) -> str:
     """``[study 12:03] trials: 5 done (2 completed, 3 pruned, 0 failed), 1 running (t05 epoch 1/2), 0 left |
     22 seed-epochs spent, ~2 to go: ETA 50 s (25.0 s per seed-epoch, 1 at a time) | best completed: t00
@@ -223,7 +302,7 @@ def status_line(
         + f", {left} left"
     )
     if work is not None:
-        text += " | " + work_text(trials, running, left, work)
+        text += " | " + work_text(trials, running, left, work, forecast, elapsed_s)
     done = [t for t, status in outcomes if status == COMPLETED and objective in (t.last_result or {})]
     if not done:
         return text + " | no trial completed yet"

@@ -5,7 +5,7 @@ the plan, fitted, and how it ended read from what Tune saved."""
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import optuna
 from ray import tune
@@ -18,8 +18,10 @@ from search.study.kind import Kinds
 from search.study.names import latest_experiment, warn_ignored_on_resume
 from search.study.plan import Started, Stores, StudyPlan, plan, stores_of
 from search.study.prepare import look
+from search.study.progress import seconds_per_seed_epoch
 from search.study.searcher import EXHAUSTED
-from search.study.tuner import Launch, new_tuner, restored_tuner
+from search.study.sizing import sized
+from search.study.tuner import Launch, new_tuner, restored_tuner, work_of
 from search.tracking import runs
 from search.tracking.outcome import FAILED, TUNE_ENDED, outcome
 from search.tracking.records import Invocation
@@ -37,6 +39,15 @@ class StudyOutcome:
     failed: int  # of them failed (diverged ones included)
     interrupted: bool  # unfinished trials remain: resumable
     plan: StudyPlan  # what it ran (the preset, the stores, finalize's seeds, ...)
+    seconds_per_seed_epoch: float | None = None  # the pace its trials showed (None: none reported)
+
+    def final_expected_s(self) -> float | None:
+        """finalize's runs as forecast before the search, at the pace the search showed against the forecast's."""
+        forecast = self.plan.forecast
+        if forecast is None:
+            return None
+        seen = self.seconds_per_seed_epoch
+        return forecast.final_s * (seen / forecast.seed_epoch_s if seen and forecast.seed_epoch_s else 1.0)
 
 
 def space_exhausted(optuna_storage: str, name: str) -> bool:
@@ -69,7 +80,9 @@ def planned(cfg: SearchConfig, kinds: Kinds) -> StudyPlan:
         stores = stores_of(cfg)
     kind = kinds(cfg.simulate or "")  # the study's trial kind, chosen here once (a bad truth file fails here)
     check_storage(stores.storage, stores.optuna_storage)
-    return plan(cfg, kind, look(cfg, kind), stores, started)
+    site = look(cfg, kind)
+    made = plan(cfg, kind, site, stores, started)
+    return sized(made, cfg.train_rows is not None, lambda rows: plan(replace(cfg, train_rows=rows), kind, site, stores))
 
 
 def recorded(cfg: SearchConfig, stores: Stores) -> Started:
@@ -122,4 +135,5 @@ def how_it_ended(plan: StudyPlan, launch: Launch, end: StudyEnd) -> StudyOutcome
         end.finished()
         if not spool.drain(max(0.0, plan.stores.tracking_grace - spool.outage_s())):
             raise tracking_unavailable(spool, plan, "finished")
-    return StudyOutcome(name, launch.path, len(statuses), errors, bool(unfinished), plan)
+    pace = seconds_per_seed_epoch(saved, work_of(plan))
+    return StudyOutcome(name, launch.path, len(statuses), errors, bool(unfinished), plan, pace)

@@ -131,7 +131,7 @@ def new_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
         max_failures=plan.resources.max_failures,
         keep_checkpoints=KEEP_CHECKPOINTS,
         callbacks=[tracker, TrialLines(objective, epochs), guard],
-        progress_reporter=StudyStatus(objective, epochs, work=work_of(plan)),
+        progress_reporter=StudyStatus(objective, epochs, work=work_of(plan), forecast=plan.forecast),
         verbose=1,
         metric=objective,
         mode=plan.invocation.mode,

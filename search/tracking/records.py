@@ -118,6 +118,7 @@ class Invocation:
     simulate: str = ""  # a simulated study's truth file (``--simulate``); "" for real training
     first_rung_seeds: int = 0  # seeds as a fidelity (``--first-rung-seeds``); 0: every trial trains every seed
     screen: float = 0.0  # the screen point inside the first epoch (``--screen-fraction``); 0: none
+    train_rows: int = 0  # training rows per task at most (``--train-rows``, or sized to the pace); 0: the preset's
 
     def to_params(self) -> dict[str, str]:
         out = {}
@@ -135,6 +136,7 @@ class Invocation:
             "epochs": int,
             "max_concurrent": int,
             "first_rung_seeds": int,
+            "train_rows": int,
             "screen": float,
             "gpus_per_trial": float,
             "cpus_per_trial": float,

@@ -260,3 +260,14 @@ def test_a_hedge_where_the_default_resolved_to_tpe_says_why():
     with pytest.raises(ConfigError, match=r"has none \(--search tpe: 6 trials cannot hold the 43 cells") as info:
         planned(SearchConfig("absa", preset="smoke", hedge=2))
     assert "--search cells-halving has it" in str(info.value)
+
+
+def test_train_rows_caps_every_task_is_recorded_and_kept_on_resume():
+    started = planned(SearchConfig("absa", preset="smoke", train_rows=300))
+    assert started.base.max_train_examples == 300 and started.invocation.train_rows == 300
+    invocation = Invocation.from_params(started.invocation.to_params())
+    assert invocation.train_rows == 300
+    assert continuing(SearchConfig("absa", resume=True), invocation).train_rows == 300
+    assert planned(SearchConfig("absa", preset="smoke")).invocation.train_rows == 0  # the preset's
+    with pytest.raises(ConfigError, match="--train-rows 0: expected >= 1"):
+        SearchConfig("absa", train_rows=0)

@@ -66,3 +66,56 @@ def test_a_final_run_says_each_epoch_once_and_nothing_at_a_screen_point():
         "final winner t01 sqrt seeds 2,3: epoch 1 of 3, dev 0.6100 ± 0.0100",
         "final winner t01 sqrt seeds 2,3: epoch 2 of 3, dev 0.6600 ± 0.0100",
     ]
+
+
+def test_finalize_says_its_eta_from_the_pace_its_runs_have_shown():
+    from search.study.progress import final_eta
+    from trainables.trial import TrialConfig
+
+    def run(seeds, status, epoch, seconds):
+        config = TrialConfig(seeds=seeds, label="final").to_tune()
+        return SimpleNamespace(config=config, status=status, last_result={"epoch": epoch, "time_total_s": seconds})
+
+    # 2 runs of 3 seeds at once: 3 + 6 seed-epochs in 90 s (10 s each), 6 + 3 to go, shared by 2: 45 s
+    a, b = run((1, 2, 3), "RUNNING", 1, 30.0), run((1, 2, 3), "RUNNING", 2, 60.0)
+    assert final_eta([a, b], a, a.last_result, 3) == "; finalize ETA 45 s"
+    done = run((1, 2, 3), "TERMINATED", 3, 90.0)  # an ended run: its pace counts, nothing to go
+    assert final_eta([a, done], a, a.last_result, 3) == "; finalize ETA 60 s"  # 6 to go at 120/12 s, alone
+    assert final_eta([a], a, {"epoch": 0}, 3) == ""  # no pace shown yet
+
+
+def test_the_status_line_carries_the_answers_eta_at_the_pace_the_search_shows():
+    from search.study.forecast import Forecast
+
+    config = {"train": {"primary": "semeval", "tasks": ["semeval", "sst2"]}, "number": 1}
+    running = SimpleNamespace(status="RUNNING", config=config, last_result={"epoch": 1, "time_total_s": 20.0})
+    work = Work(seeds=1, max_t=2, rungs=(), reduction_factor=2)
+    forecast = Forecast(search_s=100.0, final_s=200.0, seed_epoch_s=10.0, report_s=10.0)
+    line = status_line([running], OBJECTIVE, 2, "max", 30, total=1, work=work, forecast=forecast)
+    # the search shows 20 s a seed-epoch against the forecast's 10: finalize and the report take twice theirs
+    assert "ETA 20 s (20.0 s per seed-epoch, 1 at a time), the answer in ~7 min" in line  # 20 + 420 s
+    fresh = SimpleNamespace(status="RUNNING", config=config, last_result={})
+    line = status_line([fresh], OBJECTIVE, 2, "max", 30, total=1, work=work, forecast=forecast)
+    assert "ETA after the first epoch, the answer in ~5 min" in line  # 310 s forecast, 30 s gone: 280 s
+
+
+def test_finalize_says_where_it_stands_a_minute_with_the_forecast_until_a_run_ends():
+    import io
+    import time
+
+    from search.study.progress import FinalStatus
+    from trainables.trial import TrialConfig
+
+    out = io.StringIO()
+    status = FinalStatus(3, expected_s=300.0, stream=out)
+    status.setup(start_time=1000.0)
+    config = TrialConfig(seeds=(4, 5, 6), label="final").to_tune()
+    runs = [SimpleNamespace(config=config, status="RUNNING", last_result={}) for _ in range(3)]
+    status.start = time.time() - 120.4  # two minutes in
+    status.report(runs, False)
+    runs[0] = SimpleNamespace(config=config, status="TERMINATED", last_result={"epoch": 3, "time_total_s": 180.0})
+    status.report(runs, False)
+    first, second = out.getvalue().splitlines()
+    assert first.startswith("[finalize 02:00] final runs: 0 done, 3 running; ETA ~3 min (forecast)"), first
+    # one ended: 9 seed-epochs in 180 s, 18 to go shared by 2 runs: 180 s
+    assert second.endswith("final runs: 1 done, 2 running; finalize ETA 3 min"), second

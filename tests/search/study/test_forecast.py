@@ -1,0 +1,95 @@
+"""The whole run's forecast from a measured pace (arithmetic on known rows and seconds), and the default run
+sized to its promise: fewer training rows where the forecast says it would not fit, nothing else changed."""
+
+import logging
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+
+from search.study.config import SearchConfig
+from search.study.forecast import FIXED_S, Forecast, forecast, parallel, seed_epoch_s
+from search.study.kind import TrainedTrials, TrialData
+from search.study.plan import plan_offline
+from search.study.sizing import TARGET_S, fitting_share, sized
+from trainables.pace import Pace
+
+TASKS = ("semeval:NLI_M", "sst2", "pos", "sentihood")
+
+
+def rows(train: int, dev: int) -> SimpleNamespace:
+    return SimpleNamespace(train=range(train), dev=range(dev), test=None)
+
+
+DATA = {t: rows(900, 1465 if t == TASKS[0] else 250) for t in TASKS}
+
+
+def pace(step: float = 1.0, row: float = 0.01) -> Pace:
+    return Pace({t: step for t in TASKS}, {t: row for t in TASKS}, build_s=1.0, threads=1)
+
+
+def smoke_plan(**kw):
+    return plan_offline(SearchConfig("absa", preset="smoke", **kw), TrainedTrials())
+
+
+def test_a_seed_epoch_is_its_steps_at_the_mean_step_and_its_dev_rows():
+    # 900 rows at batch 16: 57 batches a task; the primary's 1465 dev rows and sst2's 250 at 0.01 s
+    assert seed_epoch_s((TASKS[0], "sst2"), DATA, 16, pace()) == pytest.approx(57 * 1.0 + 17.15)
+    assert seed_epoch_s((TASKS[0],), DATA, 16, pace(), scale=0.5) == pytest.approx(29 + 14.65)
+
+
+def test_trials_at_once_are_the_slots_the_cores_hold():
+    assert (parallel(2, 1, 2), parallel(3, 1, 2), parallel(4, 2, 2), parallel(1, 1, 16)) == (2, 2, 1, 1)
+
+
+def test_the_forecast_grows_with_the_pace_and_the_rows_and_shrinks_with_fewer_arms():
+    made = smoke_plan()
+    base = forecast(made, DATA, pace(), cpus=2)
+    assert base.search_s > 0 and base.final_s > base.search_s  # smoke: 6 trials on 1 seed, 3 arms on 3 seeds
+    slower = forecast(made, DATA, pace(step=2.0), cpus=2)
+    assert 1.5 * base.search_s < slower.search_s < 2 * base.search_s  # training doubles, scoring stays
+    assert forecast(made, DATA, pace(), cpus=2, scale=0.5).total_s < base.total_s
+    assert forecast(made, DATA, pace(), cpus=2, final_arms=2).final_s < base.final_s
+    one_core = forecast(made, DATA, pace(), cpus=1).search_s - FIXED_S / 2
+    assert one_core == pytest.approx(2 * (base.search_s - FIXED_S / 2))  # the trials one after the other
+
+
+def test_the_share_is_the_largest_that_fits_and_never_below_a_fifth():
+    assert fitting_share(lambda s: Forecast(0, 2 * TARGET_S * s, 1, report_s=0)) == 0.5
+    assert fitting_share(lambda s: Forecast(0, 100 * TARGET_S, 1)) == 0.2
+    assert fitting_share(lambda s: Forecast(0, TARGET_S / 2, 1)) == 1.0
+
+
+class PacedKind(TrainedTrials):
+    """Trained trials whose data and pace are given: no tokenizer, no model."""
+
+    def __init__(self, step: float) -> None:
+        self.step = step
+
+    def prepare(self, study, base, objective):
+        return TrialData(DATA, "", {})
+
+    def pace(self, base, data, threads, at_once=1):
+        return pace(step=self.step)
+
+
+def test_a_slow_machine_gets_fewer_training_rows_a_fast_one_the_preset(caplog):
+    caplog.set_level(logging.INFO, logger="search.study.sizing")
+    asked = []
+
+    def replan(n: int):
+        asked.append(n)
+        return smoke_plan(train_rows=n)
+
+    fast = replace(smoke_plan(), kind=PacedKind(step=0.05))
+    assert sized(fast, False, replan).base.max_train_examples == 900 and not asked
+    slow = replace(smoke_plan(), kind=PacedKind(step=0.6))
+    fitted = sized(slow, False, replan)
+    (n,) = asked
+    assert n < 900 and fitted.base.max_train_examples == n and fitted.invocation.train_rows == n
+    assert fitted.forecast.total_s <= TARGET_S and fitted.invocation.seeds == slow.invocation.seeds
+    assert f"each task trains at most {n} rows (of 900)" in caplog.text and "--train-rows 900 keeps" in caplog.text
+    assert sized(slow, True, replan).base.max_train_examples == 900  # --train-rows given: the user's
+    assert sized(replace(slow, resuming=True), False, replan).forecast is None  # a resume keeps what it recorded
+    cluster = replace(slow, resources=replace(slow.resources, gpus_per_trial=1.0))
+    assert sized(cluster, False, replan).forecast is None and len(asked) == 1  # not this CPU's pace
