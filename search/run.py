@@ -161,6 +161,12 @@ def add_space(g: argparse._ArgumentGroup) -> None:
         help="at most N training rows per task (default: the preset's; the smoke preset on this machine's CPU: "
         "fewer where the measured pace says the run would not fit 15 minutes)",
     )
+    g.add_argument(
+        "--eval-rows",
+        type=int,
+        metavar="N",
+        help="at most N dev and N test rows of the primary task (default: the preset's; sized with --train-rows)",
+    )
 
 
 def add_resources(g: argparse._ArgumentGroup) -> None:
@@ -309,6 +315,7 @@ def config_from_args(args: argparse.Namespace) -> SearchConfig:
         model=args.model,
         epochs=args.epochs,
         train_rows=args.train_rows,
+        eval_rows=args.eval_rows,
         grace_period=args.grace_period,
         reduction_factor=args.reduction_factor,
         max_failures=args.max_failures,

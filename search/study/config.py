@@ -28,6 +28,9 @@ class SearchConfig:
     mode: str | None = None
     tracking_uri: str = "sqlite:///mlflow.db"
     train_rows: int | None = None  # at most this many training rows per task; None: the preset's (or the pace's)
+    eval_rows: int | None = (
+        None  # at most this many dev and test rows of the primary; None: the preset's (or the pace's)
+    )
     artifact_location: str | None = None  # a new experiment's artifacts; None: beside a SQLite store, else the server's
     storage: str | None = None  # None: ./ray_results
     optuna_storage: str | None = None  # None: optuna.db in a local --storage folder, else ./optuna.db
@@ -82,6 +85,7 @@ class SearchConfig:
             ("--max-concurrent", self.max_concurrent),
             ("--grace-period", self.grace_period),
             ("--train-rows", self.train_rows),
+            ("--eval-rows", self.eval_rows),
         ):
             if value is not None and value < 1:
                 raise ConfigError(f"{flag} {value}: expected >= 1")
@@ -222,6 +226,7 @@ def continuing(cfg: SearchConfig, started: Invocation) -> SearchConfig:
         first_rung_seeds=started.first_rung_seeds or None,
         screen_fraction=started.screen,  # 0: none, as recorded
         train_rows=started.train_rows or None,  # the rows it trained (--train-rows, or sized to the machine's pace)
+        eval_rows=started.eval_rows or None,
         seeds=len(started.seeds),
         search=started.search or cfg.search,  # the strategy it ran (resolved from "default" when it started)
         # the Optuna study where the invocation recorded it, unless the flag says (or the record masks a password)

@@ -64,16 +64,17 @@ def train_s(tasks: tuple[str, ...], data: dict[str, TaskData], batch_size: int, 
     return steps * sum(pace.step_s[t] for t in tasks) / len(tasks)
 
 
-def dev_s(tasks: tuple[str, ...], data: dict[str, TaskData], pace: Pace) -> float:
-    """Scoring every task's dev rows once."""
-    return sum(len(data[t].dev) * pace.eval_row_s[t] for t in tasks)
+def dev_s(tasks: tuple[str, ...], data: dict[str, TaskData], pace: Pace, scale: float = 1) -> float:
+    """Scoring every task's dev rows once; ``scale``: the share of the primary's kept (``--eval-rows``; the
+    primary is the first task)."""
+    return sum(len(data[t].dev) * (scale if i == 0 else 1) * pace.eval_row_s[t] for i, t in enumerate(tasks))
 
 
 def seed_epoch_s(
     tasks: tuple[str, ...], data: dict[str, TaskData], batch_size: int, pace: Pace, scale: float = 1
 ) -> float:
     """One seed's epoch of a search trial: its training and its dev scoring."""
-    return train_s(tasks, data, batch_size, pace, scale) + dev_s(tasks, data, pace)
+    return train_s(tasks, data, batch_size, pace, scale) + dev_s(tasks, data, pace, scale)
 
 
 def configs(primary: str, candidates: tuple[str, ...], least: int = 0) -> list[tuple[str, ...]]:
@@ -97,8 +98,8 @@ def final_run_s(
     """One final seed of a config averaged over ``tasks``: every epoch trained, dev and test scored once at the end
     (a final run reports only there; test as many rows as the primary's dev: the search's data holds no test)."""
     primary = tasks[0][0]
-    test = len(data[primary].dev) * pace.eval_row_s[primary]
-    each = [train_s(t, data, batch_size, pace, scale) * epochs + dev_s(t, data, pace) + test for t in tasks]
+    test = len(data[primary].dev) * scale * pace.eval_row_s[primary]
+    each = [train_s(t, data, batch_size, pace, scale) * epochs + dev_s(t, data, pace, scale) + test for t in tasks]
     return sum(each) / len(each)
 
 
@@ -125,7 +126,7 @@ def forecast(
     """The run ``plan`` starts on this machine (``cpus`` cores), from ``pace``: the search's expected seed-epochs
     and trial starts, then ``final_arms`` arms on the final seeds (3: the winner, the single-task opponent and
     the winner's ablation; 2 where they coincide, which only the search tells). ``scale``: the share of the
-    training rows kept."""
+    training rows and of the primary's evaluation rows kept (:mod:`search.study.sizing`)."""
     base, res, batch = plan.base, plan.resources, plan.base.batch_size
     primary, candidates = base.primary, tuple(t for t in data if t != base.primary)
     start = START_STEPS * sum(pace.step_s.values()) / len(pace.step_s)

@@ -319,6 +319,7 @@ class Record:
             first_rung_seeds=self.first_rung_seeds,
             screen=self.screen,
             train_rows=cfg.train_rows or 0,
+            eval_rows=cfg.eval_rows or 0,
         )
 
 
@@ -368,7 +369,7 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
         lr=preset.lr or TrainConfig.lr,
         max_train_examples=cfg.train_rows or preset.max_train_examples,
         train_fraction=preset.train_fraction,
-        max_eval_examples=preset.max_eval_examples,
+        max_eval_examples=cfg.eval_rows or preset.max_eval_examples,
         max_auxiliary_eval_examples=preset.max_auxiliary_eval_examples,
         protocol=cfg.protocol,
         data_dir=str(Path(cfg.data_dir or data_root()).resolve()),

@@ -82,7 +82,12 @@ def planned(cfg: SearchConfig, kinds: Kinds) -> StudyPlan:
     check_storage(stores.storage, stores.optuna_storage)
     site = look(cfg, kind)
     made = plan(cfg, kind, site, stores, started)
-    return sized(made, cfg.train_rows is not None, lambda rows: plan(replace(cfg, train_rows=rows), kind, site, stores))
+    given = cfg.train_rows is not None or cfg.eval_rows is not None
+
+    def replan(train_rows: int, eval_rows: int) -> StudyPlan:
+        return plan(replace(cfg, train_rows=train_rows, eval_rows=eval_rows), kind, site, stores)
+
+    return sized(made, given, replan)
 
 
 def recorded(cfg: SearchConfig, stores: Stores) -> Started:

@@ -26,7 +26,7 @@ RUN_BUDGET_S = 15 * 60  # the default run's promise (README): make run within 15
 # 2 cores) and the forecast's own error (benchmarks/README.md, default_run: the forecast against the run)
 TARGET_S = 0.8 * RUN_BUDGET_S
 SIZED_PRESET = "smoke"
-FEWEST_SHARE = 0.2  # never below a fifth of the preset's training rows: below it the baseline stops learning
+FEWEST_SHARE = 0.3  # never below this share of the preset's rows (a smaller default run is not measured)
 
 
 def local_cpu(plan: StudyPlan) -> bool:
@@ -34,35 +34,35 @@ def local_cpu(plan: StudyPlan) -> bool:
     return plan.resources.address in (None, "local") and not plan.resources.gpus_per_trial
 
 
-def sized(plan: StudyPlan, train_rows_given: bool, replan: Callable[[int], StudyPlan]) -> StudyPlan:
-    """``plan`` with its forecast said, or, for the smoke preset without ``--train-rows`` on a machine where it
-    would not fit, ``replan(rows)``: the same study keeping at most ``rows`` training rows per task."""
+def sized(plan: StudyPlan, rows_given: bool, replan: Callable[[int, int], StudyPlan]) -> StudyPlan:
+    """``plan`` with its forecast said, or, for the smoke preset without ``--train-rows``/``--eval-rows`` on a
+    machine where it would not fit, ``replan(train_rows, eval_rows)``: the same study keeping at most that many
+    training rows per task and dev and test rows of the primary, one share of the preset's for both."""
     if plan.resuming or not local_cpu(plan) or not plan.kind.paced:  # a simulated trial sleeps its truth's time
         return plan
     data = plan.kind.prepare(plan.study, plan.base, plan.invocation.objective)
     threads, cpus = max(1, int(plan.resources.cpus_per_trial)), plan.resources.ray_cpus or os.cpu_count() or 1
     pace = plan.kind.pace(plan.base, data, threads, parallel(plan.resources.max_concurrent, threads, cpus))
-    ahead = replace(forecast(plan, data.data, pace, cpus), started_s=process_age_s())
-    logger.info("this machine's pace: %s; the run: %s", pace_text(pace, plan.base.batch_size), ahead.text())
-    if train_rows_given or plan.invocation.preset != SIZED_PRESET or ahead.total_s <= TARGET_S:
+    started = process_age_s()
+
+    def at(share: float) -> Forecast:
+        return replace(forecast(plan, data.data, pace, cpus, scale=share), started_s=started)
+
+    ahead, base = at(1.0), plan.base
+    logger.info("this machine's pace: %s; the run: %s", pace_text(pace, base.batch_size), ahead.text())
+    cut = not rows_given and plan.invocation.preset == SIZED_PRESET and ahead.total_s > TARGET_S
+    if not cut or not base.max_train_examples or not base.max_eval_examples:
         return replace(plan, forecast=ahead, prepared=data)
-    share = fitting_share(lambda s: replace(forecast(plan, data.data, pace, cpus, scale=s), started_s=ahead.started_s))
-    if not plan.base.max_train_examples:
-        return replace(plan, forecast=ahead, prepared=data)
-    rows = max(1, int(plan.base.max_train_examples * share))
-    fitted = replace(forecast(plan, data.data, pace, cpus, scale=share), started_s=ahead.started_s)
+    share = fitting_share(at)
+    rows = max(1, int(base.max_train_examples * share)), max(1, int(base.max_eval_examples * share))
     logger.info(
-        "the %s preset would take %s on this machine, over the %d-minute promise: each task trains at most %d rows "
-        "(of %d), the run %s; --train-rows %d keeps the preset's",
-        SIZED_PRESET,
-        f"~{round(ahead.total_s / 60)} min",
-        RUN_BUDGET_S // 60,
-        rows,
-        plan.base.max_train_examples,
-        fitted.text(),
-        plan.base.max_train_examples,
-    )
-    return replace(replan(rows), forecast=fitted)
+        "the %s preset would take ~%d min on this machine, over the %d-minute promise: each task trains at most "
+        "%d rows (of %d) and the primary is scored on %d dev and test rows (of %d), the run %s; seeds and epochs "
+        "as the preset's; --train-rows %d --eval-rows %d keep the preset's",
+        SIZED_PRESET, round(ahead.total_s / 60), RUN_BUDGET_S // 60, rows[0], base.max_train_examples, rows[1],
+        base.max_eval_examples, at(share).text(), base.max_train_examples, base.max_eval_examples,
+    )  # fmt: skip
+    return replace(replan(*rows), forecast=at(share))
 
 
 def fitting_share(at: Callable[[float], Forecast]) -> float:

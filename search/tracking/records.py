@@ -119,6 +119,7 @@ class Invocation:
     first_rung_seeds: int = 0  # seeds as a fidelity (``--first-rung-seeds``); 0: every trial trains every seed
     screen: float = 0.0  # the screen point inside the first epoch (``--screen-fraction``); 0: none
     train_rows: int = 0  # training rows per task at most (``--train-rows``, or sized to the pace); 0: the preset's
+    eval_rows: int = 0  # the primary's dev and test rows at most (``--eval-rows``, or sized); 0: the preset's
 
     def to_params(self) -> dict[str, str]:
         out = {}
@@ -137,6 +138,7 @@ class Invocation:
             "max_concurrent": int,
             "first_rung_seeds": int,
             "train_rows": int,
+            "eval_rows": int,
             "screen": float,
             "gpus_per_trial": float,
             "cpus_per_trial": float,

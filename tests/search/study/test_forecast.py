@@ -11,7 +11,7 @@ from search.study.config import SearchConfig
 from search.study.forecast import FIXED_S, Forecast, forecast, parallel, seed_epoch_s
 from search.study.kind import TrainedTrials, TrialData
 from search.study.plan import plan_offline
-from search.study.sizing import TARGET_S, fitting_share, sized
+from search.study.sizing import FEWEST_SHARE, TARGET_S, fitting_share, sized
 from trainables.pace import Pace
 
 TASKS = ("semeval:NLI_M", "sst2", "pos", "sentihood")
@@ -35,7 +35,7 @@ def smoke_plan(**kw):
 def test_a_seed_epoch_is_its_steps_at_the_mean_step_and_its_dev_rows():
     # 900 rows at batch 16: 57 batches a task; the primary's 1465 dev rows and sst2's 250 at 0.01 s
     assert seed_epoch_s((TASKS[0], "sst2"), DATA, 16, pace()) == pytest.approx(57 * 1.0 + 17.15)
-    assert seed_epoch_s((TASKS[0],), DATA, 16, pace(), scale=0.5) == pytest.approx(29 + 14.65)
+    assert seed_epoch_s((TASKS[0],), DATA, 16, pace(), scale=0.5) == pytest.approx(29 + 7.325)  # dev halved too
 
 
 def test_trials_at_once_are_the_slots_the_cores_hold():
@@ -56,7 +56,7 @@ def test_the_forecast_grows_with_the_pace_and_the_rows_and_shrinks_with_fewer_ar
 
 def test_the_share_is_the_largest_that_fits_and_never_below_a_fifth():
     assert fitting_share(lambda s: Forecast(0, 2 * TARGET_S * s, 1, report_s=0)) == 0.5
-    assert fitting_share(lambda s: Forecast(0, 100 * TARGET_S, 1)) == 0.2
+    assert fitting_share(lambda s: Forecast(0, 100 * TARGET_S, 1)) == FEWEST_SHARE
     assert fitting_share(lambda s: Forecast(0, TARGET_S / 2, 1)) == 1.0
 
 
@@ -73,23 +73,26 @@ class PacedKind(TrainedTrials):
         return pace(step=self.step)
 
 
-def test_a_slow_machine_gets_fewer_training_rows_a_fast_one_the_preset(caplog):
+def test_a_slow_machine_gets_fewer_rows_a_fast_one_the_preset(caplog):
     caplog.set_level(logging.INFO, logger="search.study.sizing")
     asked = []
 
-    def replan(n: int):
-        asked.append(n)
-        return smoke_plan(train_rows=n)
+    def replan(train: int, evaluated: int):
+        asked.append((train, evaluated))
+        return smoke_plan(train_rows=train, eval_rows=evaluated)
 
     fast = replace(smoke_plan(), kind=PacedKind(step=0.05))
     assert sized(fast, False, replan).base.max_train_examples == 900 and not asked
     slow = replace(smoke_plan(), kind=PacedKind(step=0.6))
     fitted = sized(slow, False, replan)
-    (n,) = asked
-    assert n < 900 and fitted.base.max_train_examples == n and fitted.invocation.train_rows == n
+    ((train, evaluated),) = asked
+    assert train < 900 and evaluated < 1500 and train / 900 == pytest.approx(evaluated / 1500, abs=0.01)
+    assert (fitted.base.max_train_examples, fitted.base.max_eval_examples) == (train, evaluated)
+    assert (fitted.invocation.train_rows, fitted.invocation.eval_rows) == (train, evaluated)
     assert fitted.forecast.total_s <= TARGET_S and fitted.invocation.seeds == slow.invocation.seeds
-    assert f"each task trains at most {n} rows (of 900)" in caplog.text and "--train-rows 900 keeps" in caplog.text
-    assert sized(slow, True, replan).base.max_train_examples == 900  # --train-rows given: the user's
+    assert f"each task trains at most {train} rows (of 900)" in caplog.text
+    assert "--train-rows 900 --eval-rows 1500 keep the preset's" in caplog.text
+    assert sized(slow, True, replan).base.max_train_examples == 900  # rows given: the user's
     assert sized(replace(slow, resuming=True), False, replan).forecast is None  # a resume keeps what it recorded
     cluster = replace(slow, resources=replace(slow.resources, gpus_per_trial=1.0))
     assert sized(cluster, False, replan).forecast is None and len(asked) == 1  # not this CPU's pace

@@ -263,11 +263,12 @@ def test_a_hedge_where_the_default_resolved_to_tpe_says_why():
 
 
 def test_train_rows_caps_every_task_is_recorded_and_kept_on_resume():
-    started = planned(SearchConfig("absa", preset="smoke", train_rows=300))
-    assert started.base.max_train_examples == 300 and started.invocation.train_rows == 300
+    started = planned(SearchConfig("absa", preset="smoke", train_rows=300, eval_rows=500))
+    assert (started.base.max_train_examples, started.base.max_eval_examples) == (300, 500)
     invocation = Invocation.from_params(started.invocation.to_params())
-    assert invocation.train_rows == 300
-    assert continuing(SearchConfig("absa", resume=True), invocation).train_rows == 300
+    assert (invocation.train_rows, invocation.eval_rows) == (300, 500)
+    again = continuing(SearchConfig("absa", resume=True), invocation)
+    assert (again.train_rows, again.eval_rows) == (300, 500)
     assert planned(SearchConfig("absa", preset="smoke")).invocation.train_rows == 0  # the preset's
     with pytest.raises(ConfigError, match="--train-rows 0: expected >= 1"):
         SearchConfig("absa", train_rows=0)
