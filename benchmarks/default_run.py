@@ -39,6 +39,7 @@ FINAL_LOGGERS = ("search.answer.final", "search.answer.retrain", "search.answer.
 REPORT_END = "report written to "
 FORECAST = r"; the run: ~(\d+) (min|s) "  # search.study.sizing's start line
 SIZED = "over the 15-minute promise"
+SIZED_FORECAST = r"rows \(of \d+\), the run ~(\d+) (min|s) "
 VERDICT = " on test "  # the summary's verdict line: "multitask vs single-task on test acc_4way, ..."
 
 
@@ -59,8 +60,10 @@ class Phases:
     def see(self, line: str, at: float) -> None:
         if (found := re.search(FORECAST, line)) and self.forecast is None:
             self.forecast, self.forecast_at = float(found[1]) * (60 if found[2] == "min" else 1), at
-        if SIZED in line:
+        if SIZED in line:  # the forecast of the run as sized replaces the preset's
             self.sized = line.split(": ", 1)[-1].strip()
+            if found := re.search(SIZED_FORECAST, line):
+                self.forecast = float(found[1]) * (60 if found[2] == "min" else 1)
         if SEARCH_END in line and " finished: " in line:
             self.search = at
         elif any(f" {name}: " in line for name in FINAL_LOGGERS):

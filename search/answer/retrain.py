@@ -102,6 +102,7 @@ def fit_final_runs(
         keep_checkpoints=1,
         callbacks=[tracker, FinalLines(objective, epochs)],
         progress_reporter=FinalStatus(epochs, cfg.expected_s),
+        verbose=1,  # Tune calls a progress reporter only from verbosity 1
         max_concurrent_trials=concurrent,
     )
     results = tuner.fit()

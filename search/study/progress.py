@@ -51,33 +51,24 @@ class TrialLines(ConsoleLines):
 
 
 class FinalLines(ConsoleLines):
-    """finalize's runs on the console: a line per epoch of each (the workers' own step lines stay off it), with
-    finalize's ETA."""
+    """finalize's runs on the console: a line as each ends (a final run reports once, at its last epoch; the
+    workers' own step lines stay off it). Its ETA is :class:`FinalStatus`'s."""
 
     def on_trial_result(self, iteration, trials, trial, result, **info) -> None:
         epoch = result.get("epoch")
         if epoch is None or float(epoch) != int(float(epoch)):
             return  # a screen point inside the first epoch: not a final run's
         label = TrialConfig.of_tune(trial.config).label or trial.trial_id
-        line = f"{label}: epoch {float(epoch):g} of {self.max_epochs}, dev {score_text(result, self.objective)}"
-        self._print(line + final_eta(trials, trial, result, self.max_epochs))
+        self._print(f"{label}: epoch {float(epoch):g} of {self.max_epochs}, dev {score_text(result, self.objective)}")
 
 
-def final_eta(trials: Sequence[Any], trial: Any, result: Mapping[str, Any], max_epochs: int) -> str:
-    """``; finalize ETA 3 min``: the final runs' seed-epochs still to train at the pace they have shown, those
-    running at once sharing the machine as they have so far (``trial``'s ``result`` may not be its last yet)."""
-    spent = seconds = to_go = 0.0
-    running = 0
-    for t in trials:
-        last = result if t is trial else (t.last_result or {})
-        seeds, epoch = len(TrialConfig.of_tune(t.config).seeds), float(last.get("epoch", 0) or 0)
-        spent, seconds = spent + seeds * epoch, seconds + float(last.get("time_total_s", 0.0))
-        if t.status not in TUNE_ENDED:
-            to_go += seeds * (max_epochs - epoch)
-            running += t.status == RUNNING or t is trial
-    if not spent or not seconds:
+def final_eta(trials: Sequence[Any], elapsed_s: float) -> str:
+    """``; ETA ~3 min``: the final runs still training take as long as the longest that ended (they started
+    together: every arm at once), less the time gone; none ended: nothing to tell."""
+    ended = [float((t.last_result or {}).get("time_total_s", 0.0)) for t in trials if t.status in TUNE_ENDED]
+    if not ended or all(t.status in TUNE_ENDED for t in trials):
         return ""
-    return f"; finalize ETA {duration(to_go * seconds / spent / max(1, running))}"
+    return f"; ETA ~{duration(max(0.0, max(ended) - elapsed_s))} (as the runs that ended took)"
 
 
 def tag(trial) -> str:
@@ -234,7 +225,8 @@ class StudyStatus(ProgressReporter):
 
 class FinalStatus(ProgressReporter):
     """finalize's status line a minute: its runs report once, at their end, so until one ends the ETA is the
-    forecast's (``expected_s``: the finalize phase as forecast at the search's pace; None: none)."""
+    forecast's (``expected_s``: the finalize phase as forecast at the search's pace; None: none), then the
+    longest run that ended's."""
 
     def __init__(self, max_epochs: int, expected_s: float | None, every_s: float = 60.0, stream=None) -> None:
         self.max_epochs, self.expected_s, self.every_s, self.stream = max_epochs, expected_s, every_s, stream
@@ -256,7 +248,7 @@ class FinalStatus(ProgressReporter):
         running = sum(t.status == RUNNING for t in trials)
         minutes, seconds = divmod(int(elapsed), 60)
         line = f"[finalize {minutes:02d}:{seconds:02d}] final runs: {ended} done, {running} running"
-        eta = final_eta(trials, None, {}, self.max_epochs) if ended else ""
+        eta = final_eta(trials, elapsed) if ended else ""
         if not eta and self.expected_s is not None:
             left = self.expected_s - elapsed
             eta = (

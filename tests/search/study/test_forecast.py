@@ -54,8 +54,8 @@ def test_the_forecast_grows_with_the_pace_and_the_rows_and_shrinks_with_fewer_ar
     assert one_core == pytest.approx(2 * (base.search_s - FIXED_S / 2))  # the trials one after the other
 
 
-def test_the_share_is_the_largest_that_fits_and_never_below_a_fifth():
-    assert fitting_share(lambda s: Forecast(0, 2 * TARGET_S * s, 1, report_s=0)) == 0.5
+def test_the_share_is_the_largest_that_fits_and_never_below_the_floor():
+    assert fitting_share(lambda s: Forecast(0, TARGET_S * s / 0.75, 1, report_s=0)) == 0.75
     assert fitting_share(lambda s: Forecast(0, 100 * TARGET_S, 1)) == FEWEST_SHARE
     assert fitting_share(lambda s: Forecast(0, TARGET_S / 2, 1)) == 1.0
 
