@@ -38,7 +38,7 @@ SEARCH_END = "search.study.runner: study "
 FINAL_LOGGERS = ("search.answer.final", "search.answer.retrain", "search.answer.register")
 REPORT_END = "report written to "
 FORECAST = r"; the run: ~(\d+) (min|s) "  # search.study.sizing's start line
-SIZED = "over the 15-minute promise"
+SIZED = "keep the 15-minute promise"
 SIZED_FORECAST = r"rows \(of \d+\), the run ~(\d+) (min|s) "
 VERDICT = " on test "  # the summary's verdict line: "multitask vs single-task on test acc_4way, ..."
 

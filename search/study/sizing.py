@@ -60,11 +60,13 @@ def sized(plan: StudyPlan, rows_given: bool, replan: Callable[[int, int], StudyP
     rows = max(1, int(base.max_train_examples * share)), max(1, int(base.max_eval_examples * share))
     over = f" (fewer rows would not learn: {share:g} of them at least)" if at(share).total_s > TARGET_S else ""
     logger.info(
-        "the %s preset would take ~%d min on this machine, over the %d-minute promise: each task trains at most "
+        "the %s preset would take ~%d min on this machine, more than the %d that keep the %d-minute promise with "
+        "a fifth to spare for the forecast's error: each task trains at most "
         "%d rows (of %d) and the primary is scored on %d dev and test rows (of %d), the run %s%s; seeds and "
         "epochs as the preset's; --train-rows %d --eval-rows %d keep the preset's",
-        SIZED_PRESET, round(ahead.total_s / 60), RUN_BUDGET_S // 60, rows[0], base.max_train_examples, rows[1],
-        base.max_eval_examples, at(share).text(), over, base.max_train_examples, base.max_eval_examples,
+        SIZED_PRESET, round(ahead.total_s / 60), round(TARGET_S / 60), RUN_BUDGET_S // 60, rows[0],
+        base.max_train_examples, rows[1], base.max_eval_examples, at(share).text(), over, base.max_train_examples,
+        base.max_eval_examples,
     )  # fmt: skip
     return replace(replan(*rows), forecast=at(share))
 
