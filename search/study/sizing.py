@@ -58,7 +58,8 @@ def sized(plan: StudyPlan, rows_given: bool, replan: Callable[[int, int], StudyP
         return replace(plan, forecast=ahead, prepared=data)
     share = fitting_share(at)
     rows = max(1, int(base.max_train_examples * share)), max(1, int(base.max_eval_examples * share))
-    over = f" (fewer rows would not learn: {share:g} of them at least)" if at(share).total_s > TARGET_S else ""
+    floor = f" ({FEWEST_SHARE:g} of the preset's, the fewest it takes: at 0.35 the default run's models did not learn)"
+    over = floor if at(share).total_s > TARGET_S else ""
     logger.info(
         "the %s preset would take ~%d min on this machine, more than the %d that keep the %d-minute promise with "
         "a fifth to spare for the forecast's error: each task trains at most "

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from search.study import sizing
 from search.study.config import SearchConfig
 from search.study.forecast import FIXED_S, Forecast, forecast, parallel, seed_epoch_s
 from search.study.kind import TrainedTrials, TrialData
@@ -73,8 +74,9 @@ class PacedKind(TrainedTrials):
         return pace(step=self.step)
 
 
-def test_a_slow_machine_gets_fewer_rows_a_fast_one_the_preset(caplog):
+def test_a_slow_machine_gets_fewer_rows_a_fast_one_the_preset(caplog, monkeypatch):
     caplog.set_level(logging.INFO, logger="search.study.sizing")
+    monkeypatch.setattr(sizing, "process_age_s", lambda: 20.0)  # the run's start (not this test process's age)
     asked = []
 
     def replan(train: int, evaluated: int):
@@ -96,3 +98,7 @@ def test_a_slow_machine_gets_fewer_rows_a_fast_one_the_preset(caplog):
     assert sized(replace(slow, resuming=True), False, replan).forecast is None  # a resume keeps what it recorded
     cluster = replace(slow, resources=replace(slow.resources, gpus_per_trial=1.0))
     assert sized(cluster, False, replan).forecast is None and len(asked) == 1  # not this CPU's pace
+
+
+def test_the_run_started_before_the_forecast():
+    assert 0.0 < sizing.process_age_s() < 7 * 24 * 3600  # this process's age, from /proc
