@@ -1,13 +1,13 @@
 """How long a whole run takes (the search, finalize's arms, the report), forecast before any trial from this
 machine's measured pace (:mod:`trainables.pace`) and the rows each trial trains and scores.
 
-A seed-epoch of a config trains ``steps_per_epoch`` micro-batches (the mean of its tasks' sizes in batches)
-and scores every task's dev rows; a search trial is expected to train the seed-epochs its scheduler leaves
-it (the status line's :class:`~search.study.progress.Work`, the configs averaged over the auxiliary subsets
-as the search draws them); finalize trains every arm on every final seed to the last epoch and scores test
-once. Trials share this machine's cores: as many run at once as the cores hold a trial's threads.
-``START_S`` is what a trial pays before its first step (a Ray worker, its imports and the model): measured on
-the machines of ``benchmarks/README.md`` (``default_run``) and scaled by the pace, since it is CPU work too.
+A seed-epoch of a search trial trains ``steps_per_epoch`` micro-batches (the mean of its tasks' sizes in
+batches) and scores every task's dev rows; a search trial is expected to train the seed-epochs its scheduler
+leaves it (the status line's :class:`~search.study.progress.Work`, the configs averaged over the auxiliary
+subsets as the search draws them); finalize trains every arm on every final seed to the last epoch and scores
+dev and test once, at the end (a final run reports only there). Trials share this machine's cores: as many run
+at once as the cores hold a trial's threads. The constants below are chosen, not fitted: checked against whole
+runs afterwards (``benchmarks/README.md``, ``default_run``: the forecast within -5% to +2% of the wall time).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from trainables.pace import Pace
     from trainables.prepare import TaskData
 
-# a trial's start (Ray worker, torch and transformers imported, the model built), in training micro-batches of
-# the probe's mean step: measured on the default run's machines (benchmarks/README.md, default_run)
+# a trial's start (a Ray worker, torch and transformers imported, the model built), in training micro-batches of
+# the probe's mean step (it is CPU work too, so it scales with the pace): 12 steps are 6.5 s on 2 idle cores here
 START_STEPS = 12.0
 KEPT = 2  # trials ASHA keeps to the last epoch whatever they score: the baseline and the multitask leader
 FIXED_S = 15.0  # Ray's start before the search and finalize's before its runs (default_run's log: ~5 s and ~10 s)
@@ -52,7 +52,7 @@ class Forecast:
         return self.started_s + self.rest_s
 
     def text(self) -> str:
-        """``~14 min (search ~5 min, finalize's arms ~9 min, the report ~15 s)``."""
+        """``~14 min (search ~5 min, finalize ~9 min, the report ~15 s)``: the whole run, its start included."""
         parts = f"search ~{duration(self.search_s)}, finalize ~{duration(self.final_s)}"
         return f"~{duration(self.total_s)} ({parts}, the report ~{duration(self.report_s)})"
 

@@ -4,9 +4,11 @@ Before any trial, where the trials train on this machine's CPU, a few steps of e
 (:func:`trainables.pace.measure_pace`, a trial's threads) and the whole run is forecast from them
 (:mod:`search.study.forecast`): one line says how long it will take. The smoke preset (what ``make run`` runs)
 promises a run within 15 minutes on a 2-core machine; where the forecast says it would not fit, each task keeps
-fewer training rows (its dev and test rows, the seeds and the verdict's design untouched), and the line says so
-and how to keep the preset's (``--train-rows``). A study on GPUs or a cluster is not forecast here: the
-driver's CPU says nothing about their pace.
+fewer training rows and the primary fewer dev and test rows (one share of the preset's for both; the seeds,
+epochs and the verdict's design untouched), and the line says so and how to keep the preset's (``--train-rows``,
+``--eval-rows``). A study on GPUs or a cluster is not forecast here: the driver's CPU says nothing about their
+pace. The forecast already counts the start (the process's age when it is made): the fifth kept back is for
+the forecast's error.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from search.study.plan import StudyPlan
 logger = logging.getLogger(__name__)
 
 RUN_BUDGET_S = 15 * 60  # the default run's promise (README): make run within 15 minutes
-# the forecast the sizing aims at: a fifth of the budget left for the start (imports, data, this probe: ~30 s on
-# 2 cores) and the forecast's own error (benchmarks/README.md, default_run: the forecast against the run)
+# the forecast the sizing aims at: a fifth of the budget kept for the forecast's error (measured -5% to +2%:
+# benchmarks/README.md, default_run)
 TARGET_S = 0.8 * RUN_BUDGET_S
 SIZED_PRESET = "smoke"
 # never below this share of the preset's rows: at 0.35 (315 training rows a task) every final seed of the default
