@@ -43,6 +43,11 @@ SIZED_FORECAST = r"rows \(of \d+\), the run ~(\d+) (min|s) "
 VERDICT = " on test "  # the summary's verdict line: "multitask vs single-task on test acc_4way, ..."
 
 
+def seconds_of(found: re.Match) -> float:
+    """``~12 min`` or ``~45 s`` (the number and its unit, as matched) in seconds."""
+    return float(found[1]) * (60 if found[2] == "min" else 1)
+
+
 @dataclass
 class Phases:
     """Seconds since the start at which each phase ended (None: its line never came)."""
@@ -59,11 +64,11 @@ class Phases:
 
     def see(self, line: str, at: float) -> None:
         if (found := re.search(FORECAST, line)) and self.forecast is None:
-            self.forecast, self.forecast_at = float(found[1]) * (60 if found[2] == "min" else 1), at
+            self.forecast, self.forecast_at = seconds_of(found), at
         if SIZED in line:  # the forecast of the run as sized replaces the preset's
             self.sized = line.split(": ", 1)[-1].strip()
             if found := re.search(SIZED_FORECAST, line):
-                self.forecast = float(found[1]) * (60 if found[2] == "min" else 1)
+                self.forecast = seconds_of(found)
         if SEARCH_END in line and " finished: " in line:
             self.search = at
         elif any(f" {name}: " in line for name in FINAL_LOGGERS):

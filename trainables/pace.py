@@ -34,9 +34,6 @@ class Pace:
     build_s: float
     threads: int
 
-    def to_dict(self) -> dict:
-        return {"step_s": self.step_s, "eval_row_s": self.eval_row_s, "build_s": self.build_s, "threads": self.threads}
-
 
 def first_rows(data: Encoded, n: int) -> Encoded:
     """The first ``n`` rows of a split (a tagging split's labels are per token, a sequence split's per row)."""

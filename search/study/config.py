@@ -28,9 +28,7 @@ class SearchConfig:
     mode: str | None = None
     tracking_uri: str = "sqlite:///mlflow.db"
     train_rows: int | None = None  # at most this many training rows per task; None: the preset's (or the pace's)
-    eval_rows: int | None = (
-        None  # at most this many dev and test rows of the primary; None: the preset's (or the pace's)
-    )
+    eval_rows: int | None = None  # at most this many dev and test rows of the primary; None: as train_rows
     artifact_location: str | None = None  # a new experiment's artifacts; None: beside a SQLite store, else the server's
     storage: str | None = None  # None: ./ray_results
     optuna_storage: str | None = None  # None: optuna.db in a local --storage folder, else ./optuna.db

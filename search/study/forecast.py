@@ -51,6 +51,11 @@ class Forecast:
     def total_s(self) -> float:
         return self.started_s + self.rest_s
 
+    def pace_ratio(self, seen: float | None) -> float:
+        """How much slower than forecast the trials run: ``seen`` seconds a seed-epoch against the forecast's
+        (1 where either is unknown)."""
+        return seen / self.seed_epoch_s if seen and self.seed_epoch_s else 1.0
+
     def text(self) -> str:
         """``~14 min (search ~5 min, finalize ~9 min, the report ~15 s)``: the whole run, its start included."""
         parts = f"search ~{duration(self.search_s)}, finalize ~{duration(self.final_s)}"

@@ -141,18 +141,14 @@ def work_text(
     halving decides a rung when every live trial has reported there); after it, a paused trial was promoted and
     waits for a slot. The answer's ETA (with a ``forecast``): the search's, then finalize and the report as
     forecast, at the pace the search's seed-epochs have shown against the forecast's."""
-    spent, seconds, to_go = 0.0, 0.0, 0.0
+    spent, seconds = shown(trials, work)
     live = [t for t in trials if t in running or t.status == PAUSED]
     lowest = min((float((t.last_result or {}).get("epoch", 0)) for t in live), default=0.0) if not left else 0.0
-    for t in trials:
-        result, schedule = t.last_result or {}, work.schedule(t.config)
-        epoch = float(result.get("epoch", 0))
-        done = schedule.seed_epochs(epoch)
-        spent, seconds = spent + done, seconds + float(result.get("time_total_s", 0.0))
-        if t in running or t.status == PAUSED:
-            decided = t.status != PAUSED or epoch <= lowest
-            to_go += work.expected(schedule, epoch, decided=decided) - done
-    to_go += left * work.expected(work.schedule({}))
+    to_go = left * work.expected(work.schedule({}))
+    for t in live:
+        schedule, epoch = work.schedule(t.config), float((t.last_result or {}).get("epoch", 0))
+        decided = t.status != PAUSED or epoch <= lowest
+        to_go += work.expected(schedule, epoch, decided=decided) - schedule.seed_epochs(epoch)
     text = f"{spent:g} seed-epochs spent, ~{to_go:.0f} to go"
     if not spent or not seconds:
         answer = f", the answer in ~{duration(max(0.0, forecast.rest_s - elapsed_s))}" if forecast else ""
@@ -162,17 +158,23 @@ def work_text(
     text += f": ETA {duration(eta)} ({per:.1f} s per seed-epoch, {slots} at a time)"
     if forecast is None:
         return text
-    after = (forecast.final_s + forecast.report_s) * per / forecast.seed_epoch_s if forecast.seed_epoch_s else 0
+    after = (forecast.final_s + forecast.report_s) * forecast.pace_ratio(per)
     return text + f", the answer in ~{duration(eta + after)}"
 
 
-def seconds_per_seed_epoch(trials: Sequence[Any], work: Work) -> float | None:
-    """The pace the trials have shown: their seconds over the seed-epochs they reported (None: none yet)."""
+def shown(trials: Sequence[Any], work: Work) -> tuple[float, float]:
+    """The seed-epochs the trials have reported and the seconds they took."""
     spent = seconds = 0.0
     for t in trials:
         result = t.last_result or {}
         spent += work.schedule(t.config).seed_epochs(float(result.get("epoch", 0)))
         seconds += float(result.get("time_total_s", 0.0))
+    return spent, seconds
+
+
+def seconds_per_seed_epoch(trials: Sequence[Any], work: Work) -> float | None:
+    """The pace the trials have shown: their seconds over the seed-epochs they reported (None: none yet)."""
+    spent, seconds = shown(trials, work)
     return seconds / spent if spent and seconds else None
 
 

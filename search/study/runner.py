@@ -44,10 +44,7 @@ class StudyOutcome:
     def final_expected_s(self) -> float | None:
         """finalize's runs as forecast before the search, at the pace the search showed against the forecast's."""
         forecast = self.plan.forecast
-        if forecast is None:
-            return None
-        seen = self.seconds_per_seed_epoch
-        return forecast.final_s * (seen / forecast.seed_epoch_s if seen and forecast.seed_epoch_s else 1.0)
+        return None if forecast is None else forecast.final_s * forecast.pace_ratio(self.seconds_per_seed_epoch)
 
 
 def space_exhausted(optuna_storage: str, name: str) -> bool:

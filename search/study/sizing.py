@@ -59,19 +59,20 @@ def sized(plan: StudyPlan, rows_given: bool, replan: Callable[[int, int], StudyP
     if not cut or not base.max_train_examples or not base.max_eval_examples:
         return replace(plan, forecast=ahead, prepared=data)
     share = fitting_share(at)
+    fitted = at(share)
     rows = max(1, int(base.max_train_examples * share)), max(1, int(base.max_eval_examples * share))
     floor = f" ({FEWEST_SHARE:g} of the preset's, the fewest it takes: at 0.35 the default run's models did not learn)"
-    over = floor if at(share).total_s > TARGET_S else ""
+    over = floor if fitted.total_s > TARGET_S else ""
     logger.info(
         "the %s preset would take ~%d min on this machine, more than the %d that keep the %d-minute promise with "
         "a fifth to spare for the forecast's error: each task trains at most "
         "%d rows (of %d) and the primary is scored on %d dev and test rows (of %d), the run %s%s; seeds and "
         "epochs as the preset's; --train-rows %d --eval-rows %d keep the preset's",
         SIZED_PRESET, round(ahead.total_s / 60), round(TARGET_S / 60), RUN_BUDGET_S // 60, rows[0],
-        base.max_train_examples, rows[1], base.max_eval_examples, at(share).text(), over, base.max_train_examples,
+        base.max_train_examples, rows[1], base.max_eval_examples, fitted.text(), over, base.max_train_examples,
         base.max_eval_examples,
     )  # fmt: skip
-    return replace(replan(*rows), forecast=at(share))
+    return replace(replan(*rows), forecast=fitted)
 
 
 def fitting_share(at: Callable[[float], Forecast]) -> float:
