@@ -54,6 +54,7 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
     picks = selections(study, truth)
     last = picks[-1]
     r = float(regret(best, [last.true])[0])
+    wall = study_wall(study, seeded)
     chosen = next(t for t in study.trials if t.trial_id == last.trial_id).trial_config.training()
     return {
         "strategy": strategy.name,
@@ -70,6 +71,9 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
         "completed": sum(t.epoch >= study.plan.base.epochs for t in study.trials),
         "seed_epochs": study.seed_epochs,
         "trial_epochs": study.trial_epochs,
+        "wall": round(wall, 3),  # in seed-epochs of one slot: first trial's start to last trial's end
+        "slot_time": round(slots * wall, 3),  # what a cluster bills: slots held over the wall time
+        "slot_use": round(study.seed_epochs / (slots * wall), 4) if wall else None,
         "selected": last.label,
         "selected_schema": chosen.sampling.schema if len(chosen.tasks) > 1 else "single-task",
         "selected_lr": chosen.lr,
@@ -84,22 +88,30 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
     }
 
 
+def study_wall(study, truth: Truth) -> float:
+    """A simulated study's wall time in seed-epochs of one slot (its clock runs in the truth's seconds)."""
+    ends = [t.ended_at for t in study.trials if t.ended_at is not None]
+    return max(ends, default=0.0) / (truth.time.seconds_per_epoch or 1.0)
+
+
 def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, Any]]:
-    """Per strategy: means with their Monte Carlo SE over studies."""
+    """Per strategy and slot count: means with their Monte Carlo SE over studies."""
     from search.simulation.scoring import mean_se, proportion_se
 
     out = []
-    grid = {line["study"]: line for line in lines if line["family"] == "grid K=1"}  # the thesis grid
-    for name in dict.fromkeys(line["strategy"] for line in lines):
-        mine = [line for line in lines if line["strategy"] == name]
+    grid = {(line["study"], line["slots"]): line for line in lines if line["family"] == "grid K=1"}  # the thesis grid
+    for name, slots in dict.fromkeys((line["strategy"], line["slots"]) for line in lines):
+        mine = [line for line in lines if line["strategy"] == name and line["slots"] == slots]
         compute = np.array([line["seed_epochs"] for line in mine], dtype=float)
-        row = {"strategy": name, "family": mine[0]["family"], "studies": len(mine)}
+        row = {"strategy": name, "slots": slots, "family": mine[0]["family"], "studies": len(mine)}
         row["seed_epochs"], row["seed_epochs_sd"] = (
             float(compute.mean()),
             float(compute.std(ddof=1)) if len(mine) > 1 else math.nan,
         )
         row["of_grid"] = row["seed_epochs"] / grid_compute
         row["trial_epochs"] = float(np.mean([line["trial_epochs"] for line in mine]))
+        for key in ("wall", "slot_time", "slot_use"):  # lines written before slot-time have none
+            row[key] = float(np.mean([line[key] for line in mine])) if all(line.get(key) for line in mine) else math.nan
         row["regret_pp"], row["regret_se_pp"] = (100 * v for v in mean_se([line["regret"] for line in mine]))
         for e in EPSILONS:
             key = f"within_{e * 100:g}pp"
@@ -111,26 +123,32 @@ def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, 
     return out
 
 
-def paired(mine: list[dict[str, Any]], grid: dict[int, dict[str, Any]]) -> tuple[float, float]:
-    """Regret minus the grid's on the same studies (same truth and Optuna seeds), pp, mean ± SE."""
+def paired(mine: list[dict[str, Any]], grid: dict[tuple[int, int], dict[str, Any]]) -> tuple[float, float]:
+    """Regret minus the grid's on the same studies (same truth and Optuna seeds) and slots, pp, mean ± SE."""
     from search.simulation.scoring import mean_se
 
-    shared = [line for line in mine if line["study"] in grid]
+    shared = [line for line in mine if (line["study"], line["slots"]) in grid]
     if not shared:
         return math.nan, math.nan
-    return tuple(100 * v for v in mean_se([line["regret"] - grid[line["study"]]["regret"] for line in shared]))
+    diffs = [line["regret"] - grid[line["study"], line["slots"]]["regret"] for line in shared]
+    return tuple(100 * v for v in mean_se(diffs))
 
 
-HEAD = ("strategy", "studies", "seed-epochs (sd)", "of grid", "trial-epochs", "P(≤0.5 pp) ± SE", "P(≤1 pp) ± SE")
+HEAD = ("strategy", "slots", "studies", "seed-epochs (sd)", "of grid", "trial-epochs", "wall", "slot-time", "slot use")
+HEAD += ("P(≤0.5 pp) ± SE", "P(≤1 pp) ± SE")
 HEAD += ("regret pp ± SE", "vs grid, paired pp ± SE", "P(anneal) ± SE", 'P("better") ± SE')
+
+
+SLOT_FORMATS = (("wall", ".1f"), ("slot_time", ".0f"), ("slot_use", ".2f"))
 
 
 def table(rows: list[dict[str, Any]]) -> str:
     """The summary as Markdown (benchmarks/README.md's table)."""
     lines = ["| " + " | ".join(HEAD) + " |", "|---" * len(HEAD) + "|"]
     for r in rows:
-        cells = [r["strategy"], r["studies"], f"{r['seed_epochs']:.0f} ({r['seed_epochs_sd']:.0f})"]
+        cells = [r["strategy"], r["slots"], r["studies"], f"{r['seed_epochs']:.0f} ({r['seed_epochs_sd']:.0f})"]
         cells += [f"{r['of_grid']:.0%}", f"{r['trial_epochs']:.0f}"]
+        cells += ["–" if math.isnan(r[k]) else f"{r[k]:{f}}" for k, f in SLOT_FORMATS]
         cells += [f"{r[k]:.2f} ± {r[k + '_se']:.2f}" for k in ("within_0.5pp", "within_1pp")]
         cells.append(f"{r['regret_pp']:.2f} ± {r['regret_se_pp']:.2f}")
         cells.append("–" if math.isnan(r["paired_pp"]) else f"{r['paired_pp']:+.2f} ± {r['paired_se_pp']:.2f}")
@@ -210,11 +228,29 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--truth", default="three_better", help="a built-in truth or a truth .toml file")
     p.add_argument("--strategies", default=",".join(DEFAULT), help="comma-separated families: " + ", ".join(FAMILIES))
-    p.add_argument("--slots", type=int, default=4, help="trials running at once in each study")
+    p.add_argument(
+        "--slots",
+        default="4",
+        help="trials running at once in each study; several (4,8,32,64) run every study at each: wall and slot-time "
+        "are in seed-epochs of one slot",
+    )
     p.add_argument("--out", type=Path, default=HERE / "search_quality.jsonl")
     p.add_argument("--plot", default=str(HERE / "search_quality.png"), help="the figure ('' for none)")
     p.add_argument("--table", action="store_true", help="only print the table of the lines already in --out")
     return p
+
+
+def slots_of(text: str) -> list[int]:
+    """``--slots 4,8,32,64``: the slot counts, each >= 1."""
+    from trainables.config import ConfigError
+
+    try:
+        counts = [int(v) for v in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise ConfigError(f"--slots {text!r}: expected slot counts >= 1, comma-separated (4 or 4,8,32,64)")
+    return counts
 
 
 def setting(truth_name: str, slots: int):
@@ -249,12 +285,12 @@ def main() -> int:
     args = parser().parse_args()
     if args.first_study < 0:
         raise ConfigError(f"--first-study {args.first_study}: expected >= 0")
-    for flag, value in (("--studies", args.studies), ("--slots", args.slots)):
-        if value < 1:
-            raise ConfigError(f"{flag} {value}: expected >= 1")
+    slot_counts = slots_of(args.slots)
+    if args.studies < 1:
+        raise ConfigError(f"--studies {args.studies}: expected >= 1")
     strategies = chosen(args.strategies)
     quiet()
-    path, truth, best, grid_compute = setting(args.truth, args.slots)
+    path, truth, best, grid_compute = setting(args.truth, slot_counts[0])
     if args.table:
         print(table(summary([json.loads(line) for line in args.out.read_text().splitlines()], grid_compute)))
         return 0
@@ -264,17 +300,19 @@ def main() -> int:
     started = time.monotonic()
     with args.out.open("a" if args.first_study else "w") as f:
         for n, strategy in enumerate(strategies, 1):
-            for i in range(args.first_study, args.first_study + args.studies):
-                lines.append(one_study(strategy, path, truth, i, args.slots, best.score))
-                f.write(json.dumps(lines[-1]) + "\n")
-                f.flush()
-            (row,) = summary([line for line in lines if line["strategy"] == strategy.name], grid_compute)
-            print(
-                f"[{n}/{len(strategies)} {time.monotonic() - started:.0f}s] {strategy.name}: "
-                f"{row['seed_epochs']:.0f} seed-epochs, regret {row['regret_pp']:.2f} ± {row['regret_se_pp']:.2f} pp, "
-                f"P(≤1 pp) {row['within_1pp']:.2f}",
-                flush=True,
-            )
+            for slots in slot_counts:
+                for i in range(args.first_study, args.first_study + args.studies):
+                    lines.append(one_study(strategy, path, truth, i, slots, best.score))
+                    f.write(json.dumps(lines[-1]) + "\n")
+                    f.flush()
+                mine = [line for line in lines if line["strategy"] == strategy.name and line["slots"] == slots]
+                (row,) = summary(mine, grid_compute)
+                print(
+                    f"[{n}/{len(strategies)} {time.monotonic() - started:.0f}s] {strategy.name} at {slots} slots: "
+                    f"{row['seed_epochs']:.0f} seed-epochs, slot use {row['slot_use']:.2f}, "
+                    f"regret {row['regret_pp']:.2f} ± {row['regret_se_pp']:.2f} pp, P(≤1 pp) {row['within_1pp']:.2f}",
+                    flush=True,
+                )
     print(table(summary(lines, grid_compute)))
     print(f"{machine()} at the end; {time.monotonic() - started:.0f}s")
     if args.plot:

@@ -7,7 +7,9 @@ measured throughput (--samples-per-second, or --from-benchmark the JSON that
 python -m benchmarks.throughput --out wrote on the target machine) it turns them into device-hours
 and, with --usd-per-hour, cost. It also prints what the study's driver costs at --trials and --max-concurrent
 (CPU minutes, peak memory) and what its slots' trial processes hold, from measurements
-(search/study/driver_cost.py).
+(search/study/driver_cost.py), and the search's schedule at --max-concurrent (or each of --slots): its wall
+time and slot-time (slots x wall, what a cluster bills), from the study's real searcher and scheduler on a
+simulated clock where every config scores alike (search/simulation/schedule.py).
 
 A study that searches the adaptive strategies (absa-plus: an EXP3 bandit schema, PCGrad, uncertainty
 weights, layer-wise lr decay) costs more per training row: the expected cost factor over its space
@@ -28,7 +30,7 @@ import itertools
 import json
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -284,7 +286,10 @@ def estimate(
     usd_per_hour: float | None,
     measured: dict[str, Any] | None = None,
     ratios: dict[str, float] | None = None,
+    slots: tuple[int, ...] = (),
 ) -> dict:
+    """The study's compute and cost (the module docstring); ``slots``: the slot counts to give the schedule at
+    (default: ``cfg.max_concurrent``)."""
     p = plan_offline(cfg, TrainedTrials())
     study, base, seeds, trials = p.study, p.base, len(p.invocation.seeds), p.trials
     sizes = split_sizes(study, base)
@@ -325,6 +330,9 @@ def estimate(
         "driver": driver_cost(trials, p.resources.max_concurrent).to_dict(),
     }
     out["total_rows_with_finalize"] = out["total_rows_with_asha"] + out["finalize_rows"]
+    seed_epoch_rows = per_trial / (base.epochs * seeds)  # one seed's epoch, averaged over the study's configs
+    at = slots or (p.resources.max_concurrent,)
+    out["schedule"] = schedules(cfg, p, at, seed_epoch_rows, samples_per_second, usd_per_hour)
     if measured is not None:
         check_measured(measured, base.encoder.model, base.batch_size)
         out["benchmark"] = measured
@@ -337,6 +345,35 @@ def estimate(
         if usd_per_hour:
             out["usd_with_asha"] = round(hours * usd_per_hour, 2)
             out["usd_with_finalize"] = round(total * usd_per_hour, 2)
+    return out
+
+
+SCHEDULE_MOST = 500  # trials: a bigger study's schedule takes minutes to simulate (search.simulation.schedule)
+
+
+def schedules(
+    cfg: SearchConfig, p, slots: tuple[int, ...], seed_epoch_rows: float, sps: float | None, usd: float | None
+) -> list | str:
+    """The search's wall time and slot-time at each slot count (:mod:`search.simulation.schedule`, a flat truth),
+    in seed-epochs of one slot, and in hours (and dollars: a cluster bills slot-hours) with a throughput."""
+    from search.simulation.schedule import schedule
+    from search.tracking.records import objective_metric_of
+
+    if p.trials > SCHEDULE_MOST:
+        return f"not simulated: over {SCHEDULE_MOST} trials (minutes of simulation); price a smaller --trials"
+    metric = objective_metric_of(p.invocation.objective, p.study.primary_name)
+    if metric is None:
+        return f"not simulated: the objective {p.invocation.objective} is no dev metric of the primary"
+    out = []
+    for n in slots:
+        row: dict[str, Any] = schedule(replace(cfg, max_concurrent=n), p.study.primary_name, metric).to_dict()
+        if sps:
+            hours = seed_epoch_rows / sps / 3600
+            row |= {"wall_hours": round(row["wall_seed_epochs"] * hours, 2)}
+            row |= {"slot_hours": round(row["slot_seed_epochs"] * hours, 2)}
+            if usd:
+                row["usd_slot_hours"] = round(row["slot_hours"] * usd, 2)
+        out.append(row)
     return out
 
 
@@ -402,7 +439,14 @@ def main() -> int:
         type=int,
         default=SearchConfig.max_concurrent,
         metavar="S",
-        help="trials at once (search.run's flag), for the driver's cost (default: %(default)s)",
+        help="trials at once (search.run's flag), for the driver's cost and the schedule (default: %(default)s)",
+    )
+    p.add_argument(
+        "--slots",
+        type=int,
+        nargs="+",
+        metavar="S",
+        help="slot counts to give the search's wall time and slot-time at (default: --max-concurrent)",
     )
     measured = p.add_mutually_exclusive_group()
     measured.add_argument("--samples-per-second", type=float, help="measured training throughput of one trial's device")
@@ -439,7 +483,10 @@ def main() -> int:
     if args.from_benchmark:
         samples_per_second, measured = benchmark_throughput(args.from_benchmark)
     ratios = strategy_costs(args.strategy_costs)
-    print(json.dumps(estimate(cfg, samples_per_second, args.usd_per_hour, measured, ratios), indent=2))
+    if any(n < 1 for n in args.slots or ()):
+        raise ConfigError(f"--slots {' '.join(map(str, args.slots))}: expected slot counts >= 1")
+    out = estimate(cfg, samples_per_second, args.usd_per_hour, measured, ratios, tuple(args.slots or ()))
+    print(json.dumps(out, indent=2))
     return 0
 
 
