@@ -54,12 +54,17 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     """Failed seed runs of the search (:class:`~search.answer.claims.Risk`): of the winner's config and of the
     other side's (every trial with its canonical key), and of the whole study. A run failed at or below the
     failure line (:func:`~search.answer.claims.failure_line` from ``floor``, the dev majority rate, and the
-    median seed run) or not finite, at its trial's last report (a seed that never reported is no run)."""
-    values = [v for r in table for v in r.objective_seeds.values()]
-    finite = [v for v in values if math.isfinite(v)]
-    line = failure_line(floor, float(np.median(finite)) if finite else math.nan)
+    median seed run *trained as long*) or not finite, at its trial's last report (a seed that never reported is
+    no run). Runs are measured against the median of their own budget (whole epochs trained): an early stopping
+    search stops most trials at a screen point, and one median over every budget would sit between the
+    screen's scores and the trained runs', moving with how many of each the study happened to hold."""
+    finite: dict[int, list[float]] = {}
+    for r in table:
+        finite.setdefault(r.epochs, []).extend(v for v in r.objective_seeds.values() if math.isfinite(v))
+    lines = {b: budget_line(floor, v) for b, v in finite.items()}
     counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0]}
     for r in table:
+        line = lines[r.epochs]
         owners = ["study"] + [
             side for side, key in (("winner", winner_key), ("other", other_key)) if key and r.key == key
         ]
@@ -69,6 +74,14 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
                 counts[owner][0] += failed
                 counts[owner][1] += 1
     return Risk(*(tuple(counts[k]) for k in ("winner", "other", "study")))  # type: ignore[arg-type]
+
+
+def budget_line(floor: float, values: Sequence[float]) -> float:
+    """The failure line of the runs of one budget (``values``, finite): none (NaN) where their median is at or
+    below ``floor``: a run can lose no gain its budget's typical run has not made (a screen point a quarter into
+    epoch 1, where on real training every cell still scores the majority rate), only diverge."""
+    typical = float(np.median(values)) if len(values) else math.nan
+    return failure_line(floor, typical) if typical > floor + 1e-9 else math.nan  # a tie is no gain
 
 
 def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:

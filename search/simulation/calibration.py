@@ -174,7 +174,9 @@ def regime_rates(name: str, studies: int, seed: int = 0) -> list[dict]:
     return rates((simulate_study(REGIMES[name], rng) for _ in range(studies)), name)
 
 
-def truth_rates(truth_file: str, studies: int, looks: tuple[int, ...], trials: int, first: int = 0) -> list[dict]:
+def truth_rates(
+    truth_file: str, studies: int, looks: tuple[int, ...], trials: int | None, first: int = 0
+) -> list[dict]:
     try:
         path = resolve_truth(truth_file)
     except ConfigError as exc:  # its words name search.run's flag
@@ -195,7 +197,9 @@ def main() -> int:
     p.add_argument("--regime", choices=sorted(REGIMES), help="a regime of the fast model (without --truth)")
     p.add_argument("--studies", type=int, default=200)
     p.add_argument("--looks", default="5", help="final seeds at each look, e.g. 3,5,10 (with --truth)")
-    p.add_argument("--trials", type=int, default=30, help="trials per study (with --truth)")
+    p.add_argument(
+        "--trials", type=int, default=30, help="trials per study (with --truth; 0: the search's own, a table's cells)"
+    )
     p.add_argument("--seed", type=int, default=0, help="the first study's truth and search seed")
     args = p.parse_args()
     try:
@@ -204,10 +208,10 @@ def main() -> int:
         raise ConfigError(f"--looks {args.looks!r}: expected increasing seed counts such as 3,5,10") from None
     if list(looks) != sorted(set(looks)) or looks[0] < 3:
         raise ConfigError(f"--looks {args.looks}: expected increasing seed counts from 3, such as 3,5,10")
-    if args.studies < 1 or args.trials < 2:
-        raise ConfigError(f"--studies {args.studies} >= 1 and --trials {args.trials} >= 2 expected")
+    if args.studies < 1 or args.trials == 1 or args.trials < 0:
+        raise ConfigError(f"--studies {args.studies} >= 1 and --trials {args.trials} >= 2 (or 0) expected")
     if args.truth:
-        lines = truth_rates(args.truth, args.studies, looks, args.trials, args.seed)
+        lines = truth_rates(args.truth, args.studies, looks, args.trials or None, args.seed)
     else:
         lines = regime_rates(args.regime or "null", args.studies, args.seed)
     for line in lines:

@@ -155,6 +155,26 @@ def test_search_risk_counts_failed_runs_per_config_and_study():
     assert search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 7))
 
 
+def test_a_run_is_measured_against_runs_trained_as_long():
+    from dataclasses import replace
+
+    from search.answer.claims import Risk
+    from search.answer.contenders import search_risk
+
+    screened = [replace(row(f"t0{i} pos rr", "pruned", 0.63, False, (0.62, 0.64)), epochs=0) for i in range(1, 4)]
+    trained = [
+        replace(row("t00 baseline", "completed", 0.85, True, (0.85, 0.86)), epochs=4),
+        replace(row("t04 sst2 sqrt", "completed", 0.78, False, (0.86, 0.70)), epochs=4),
+    ]
+    # trained median 0.855: line 0.7175, so 0.70 failed; the screen's median 0.63 gives its runs 0.605;
+    # one median over both budgets (0.64, line 0.61) would have passed the trained run at 0.70
+    assert search_risk(screened + trained, 0.58, "t04 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 10))
+    # a screen where the typical run still scores the majority rate: its runs at it lost nothing; a diverged one failed
+    early = [replace(row(f"t0{i} pos rr", "pruned", 0.58, False, (0.58, 0.58)), epochs=0) for i in range(1, 4)]
+    early.append(replace(row("t05 pos sqrt", "pruned", 0.58, False, (0.58, math.inf)), epochs=0))
+    assert search_risk(early + trained, 0.58, "t05 pos sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (2, 12))
+
+
 def test_the_answer_becomes_the_study_runs_description_within_mlflows_limit(tmp_path):
     from mlflow import MlflowClient
 
