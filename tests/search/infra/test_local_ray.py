@@ -24,12 +24,13 @@ print(json.dumps({
     "env": os.environ.get("RAY_AUTH_MODE"),
     "token": get_authentication_mode() == AuthenticationMode.TOKEN,
     "notices": [r.getMessage() for r in records],
+    "niceness": os.environ.get("RAY_worker_niceness"),
 }))
 """
 
 
 def probe(tmp_path: Path, **env: str) -> dict:
-    clean = {k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}
+    clean = {k: v for k, v in os.environ.items() if k not in ("RAY_AUTH_MODE", "RAY_worker_niceness")}
     r = subprocess.run(
         [sys.executable, "-c", PROBE],
         env={**clean, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), **env},
@@ -43,7 +44,7 @@ def probe(tmp_path: Path, **env: str) -> dict:
 
 def test_a_local_ray_asks_for_the_token_and_says_nothing_about_it(tmp_path):
     seen = probe(tmp_path)
-    assert seen == {"env": "token", "token": True, "notices": []}
+    assert seen == {"env": "token", "token": True, "notices": [], "niceness": "0"}
     token = tmp_path / ".ray" / "auth_token"
     assert len(token.read_text()) == 64 and stat.S_IMODE(token.stat().st_mode) == 0o600
 
@@ -58,5 +59,20 @@ def test_a_token_others_can_read_is_narrowed_to_its_owner(tmp_path):
 
 
 def test_an_auth_mode_the_user_set_is_kept(tmp_path):
-    seen = probe(tmp_path, RAY_AUTH_MODE="disabled")  # the test suite's own setting
-    assert seen == {"env": "disabled", "token": False, "notices": []}
+    seen = probe(tmp_path, RAY_AUTH_MODE="disabled", RAY_worker_niceness="10")  # the suite's own; a user's niceness
+    assert seen == {"env": "disabled", "token": False, "notices": [], "niceness": "10"}
+
+
+def test_a_local_studys_trials_run_at_the_drivers_priority(tmp_path):
+    """Ray's default nice 15 starves trials behind any busy process; a study's own local Ray runs them at 0."""
+    code = (
+        "import os, ray\n"
+        "from search.infra.ray_connect import connect_address\n"
+        "connect_address(None, num_cpus=1)\n"
+        "print(ray.get(ray.remote(lambda: os.nice(0)).remote()))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k != "RAY_worker_niceness"}
+    env = {**clean, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "RAY_AUTH_MODE": "disabled"}
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split()[-1] == str(os.nice(0))  # the driver's own
