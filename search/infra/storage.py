@@ -35,6 +35,15 @@ def absolute_sqlite(uri: str) -> str:
     return uri
 
 
+def beside_store(tracking_uri: str) -> str | None:
+    """Where MLflow's artifacts go beside a SQLite tracking store (``mlruns`` next to the database file), as a URI;
+    None for a server, whose own artifact root holds them. Without it MLflow puts a database store's artifacts
+    under ``./mlruns`` of whatever folder the process runs in, apart from the database that indexes them."""
+    uri = absolute_sqlite(tracking_uri)
+    prefix = "sqlite:///"
+    return (Path(uri[len(prefix) :]).parent / "mlruns").as_uri() if uri.startswith(prefix) else None
+
+
 def check_storage(storage: str, optuna_storage: str) -> None:
     """``--storage`` and a SQLite ``--optuna-storage`` must be writable, before Ray starts (a typo
     otherwise surfaces after the cluster's start-up, or as a traceback from SQLAlchemy). An Optuna file

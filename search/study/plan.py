@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from search.infra.storage import absolute_sqlite, local_path, storage_path
+from search.infra.storage import absolute_sqlite, beside_store, local_path, storage_path
 from search.study.config import (
     SearchConfig,
     first_rung_of,
@@ -141,17 +141,8 @@ def stores_of(cfg: SearchConfig) -> Stores:
     folder = local_path(cfg.storage) if cfg.storage else None
     optuna = cfg.optuna_storage or (f"sqlite:///{folder}/optuna.db" if folder else DEFAULT_OPTUNA)
     tracking = absolute_sqlite(cfg.tracking_uri)
-    sqlite = tracking.startswith("sqlite:///")
-    beside = Path(tracking.removeprefix("sqlite:///")).parent / "mlruns" if sqlite else None
-    artifacts = artifact_uri(cfg.artifact_location) if cfg.artifact_location else beside
-    return Stores(
-        tracking,
-        storage,
-        storage_path(storage),
-        absolute_sqlite(optuna),
-        cfg.tracking_grace,
-        artifacts.as_uri() if isinstance(artifacts, Path) else artifacts,
-    )
+    artifacts = artifact_uri(cfg.artifact_location) if cfg.artifact_location else beside_store(tracking)
+    return Stores(tracking, storage, storage_path(storage), absolute_sqlite(optuna), cfg.tracking_grace, artifacts)
 
 
 def artifact_uri(location: str) -> str:

@@ -16,6 +16,7 @@ import mlflow.exceptions
 from mlflow import MlflowClient
 from mlflow.entities import Param
 
+from search.infra.storage import beside_store
 from search.tracking import records as rec
 from search.tracking.records import Invocation
 from search.tracking.trial_record import TrialRecord
@@ -78,6 +79,7 @@ def start_parent_run(
     tracking_uri: str, experiment: str, name: str, params: dict[str, Any], artifact_root: str | None = None
 ) -> str:
     c = client(tracking_uri)
+    artifact_root = artifact_root or beside_store(tracking_uri)  # never ./mlruns of the working folder
     experiment_id = training_experiment(c, experiment, artifact_root)
     say_artifacts(c.get_experiment(experiment_id).artifact_location, artifact_root, experiment)
     run = c.create_run(experiment_id, run_name=name, tags={rec.KIND_TAG: rec.STUDY_KIND, rec.TUNE_EXPERIMENT_TAG: name})

@@ -16,3 +16,14 @@ def test_the_start_line_says_where_artifacts_go_and_when_the_experiment_keeps_ot
     start_parent_run(uri, "absa", "absa-2", {}, (tmp_path / "elsewhere").as_uri())
     assert f"MLflow artifacts: {(tmp_path / 'mlruns').as_uri()}, where experiment absa was created" in caplog.text
     assert mlflow.MlflowClient(uri).get_experiment_by_name("absa").artifact_location.endswith("/mlruns")
+
+
+def test_a_sqlite_store_named_alone_keeps_its_artifacts_beside_it_not_in_the_working_folder(tmp_path, monkeypatch):
+    """Every caller of the tracking layer (a benchmark, a notebook), not only search.run, which names the root."""
+    work, store = tmp_path / "work", tmp_path / "store"
+    work.mkdir(), store.mkdir()
+    monkeypatch.chdir(work)
+    uri = f"sqlite:///{store}/m.db"
+    start_parent_run(uri, "absa", "absa-1", {})
+    assert mlflow.MlflowClient(uri).get_experiment_by_name("absa").artifact_location == (store / "mlruns").as_uri()
+    assert not list(work.iterdir())
