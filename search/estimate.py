@@ -432,6 +432,7 @@ def main() -> int:
     p.add_argument("study", help="a built-in study or a .toml study file")
     p.add_argument("--preset", default="full", help="the study's preset to price (default: %(default)s)")
     p.add_argument("--trials", type=int, help="trials of the search (default: the preset's, or the grid's cells)")
+    p.add_argument("--search", default=SearchConfig.search, help="the search strategy (search.run's flag)")
     p.add_argument("--seeds", type=int, help="seeds per trial (default: the search strategy's)")
     p.add_argument("--first-rung-seeds", type=int, metavar="N", help="seeds as a fidelity (search.run's flag)")
     p.add_argument(
@@ -475,6 +476,7 @@ def main() -> int:
         preset=args.preset,
         trials=args.trials,
         seeds=args.seeds,
+        search=args.search,
         data_dir=args.data_dir,
         first_rung_seeds=args.first_rung_seeds,
         max_concurrent=args.max_concurrent,

@@ -32,6 +32,7 @@ class Schedule:
     trials: int
     spent: float
     wall: float
+    search: str = ""  # the strategy it ran (``--search default`` resolves by the slots)
 
     @property
     def slot_time(self) -> float:
@@ -45,6 +46,7 @@ class Schedule:
 
     def to_dict(self) -> dict[str, float]:
         return {
+            "search": self.search,
             "slots": self.slots,
             "trials": self.trials,
             "seed_epochs": round(self.spent, 2),
@@ -78,4 +80,5 @@ def schedule(cfg: SearchConfig, primary: str, metric: str, seed: int = 0) -> Sch
     finally:
         optuna.logging.set_verbosity(verbosity)
     ends = [t.ended_at for t in study.trials if t.ended_at is not None]
-    return Schedule(cfg.max_concurrent, len(study.trials), study.seed_epochs, max(ends, default=0.0))
+    wall = max(ends, default=0.0)
+    return Schedule(cfg.max_concurrent, len(study.trials), study.seed_epochs, wall, study.plan.strategy.name)

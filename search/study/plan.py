@@ -24,7 +24,7 @@ from search.study.config import (
 )
 from search.study.kind import TrialKind
 from search.study.names import resume_command
-from search.study.strategy import DEFAULT, FALLBACK, SearchStrategy, default_search, strategy_of
+from search.study.strategy import DEFAULT, FALLBACK, WIDE, SearchStrategy, default_search, strategy_of
 from search.tracking.records import Invocation
 from spaces import Preset, Study, baseline_choices, thesis_grid
 from trainables.cli import mask_credentials
@@ -169,7 +169,12 @@ def resolved_search(cfg: SearchConfig, study: Study, base: TrainConfig, preset: 
     if cfg.search != DEFAULT:
         return cfg, ""
     trials, cells = cfg.trials or preset.trials, len(thesis_grid(study, base))
-    search = default_search(trials, cells)
+    search = default_search(trials, cells, cfg.max_concurrent, cells_only=cfg.trials is None)
+    if search == WIDE:
+        return replace(cfg, search=search), (
+            f"--search {search}: {cfg.max_concurrent} slots hold the {cells} cells of the grid at once: each trains "
+            "on 2 seeds under ASHA, in the slot-time the cell screen would leave idle (--search cells-halving for it)"
+        )
     if search == FALLBACK:
         return replace(
             cfg, search=search

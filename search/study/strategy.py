@@ -99,6 +99,11 @@ STRATEGIES: dict[str, SearchStrategy] = {
         ),
         # the same without the screen point and with seeds growing at ASHA's rungs (the default of 2026-11-25)
         HALVING_EPOCHS,
+        # every cell on 2 seeds under ASHA (the preset's grace period and reduction factor): the default where the
+        # slots hold every cell at once. There the cell screen's slot-time is its finalists' chain (a first seed
+        # through every epoch, then a second from scratch, in one slot) with most slots idle, and 2 seeds for
+        # every cell take no more slot-time or wall time (docs/search-strategies.md, "Many slots")
+        SearchStrategy("grid-k2", first="cells", only_first=True, seeds=2),
     )
 }
 
@@ -107,13 +112,17 @@ STRATEGIES: dict[str, SearchStrategy] = {
 # cells, where the trial budget holds every cell (docs/search-strategies.md: at 41% of the thesis grid's compute it
 # selects within 1 pp of the true best about as often as the grid, within 0.035, on every truth measured and the
 # real-curve table; nothing measured at or under 30% came within 0.06);
-# below that budget a screen cannot finish, and TPE from the baseline searches the whole space instead.
-DEFAULT, SCREEN, FALLBACK = "default", "cells-halving", "tpe"
+# below that budget a screen cannot finish, and TPE from the baseline searches the whole space instead; where the
+# study is its cells (no --trials) and the slots hold them all at once, every cell on 2 seeds under ASHA.
+DEFAULT, SCREEN, WIDE, FALLBACK = "default", "cells-halving", "grid-k2", "tpe"
 
 
-def default_search(trials: int, cells: int) -> str:
-    """The strategy ``--search default`` runs with ``trials`` trials in a space of ``cells`` grid cells."""
-    return SCREEN if trials >= cells else FALLBACK
+def default_search(trials: int, cells: int, slots: int = 1, cells_only: bool = False) -> str:
+    """The strategy ``--search default`` runs with ``trials`` trials in a space of ``cells`` grid cells on ``slots``
+    slots; ``cells_only``: the study is its cells (no ``--trials``)."""
+    if trials < cells:
+        return FALLBACK
+    return WIDE if cells_only and slots >= cells else SCREEN
 
 
 def strategy_of(search: str) -> SearchStrategy:

@@ -168,6 +168,23 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
     assert (len(cut.points), cut.trials) == (6, 6)  # as asked: the first cells
 
 
+def test_where_the_slots_hold_every_cell_the_default_trains_each_on_two_seeds_under_asha():
+    """The cell screen's wall time is a finalist's chain whatever the slots: past the cells' count, every cell on 2
+    seeds takes no more slot-time (docs/search-strategies.md, "Many slots")."""
+    wide = planned(SearchConfig("absa", preset="full", max_concurrent=43))
+    assert (wide.strategy.name, wide.invocation.search, wide.trials, wide.invocation.seeds) == (
+        "grid-k2",
+        "grid-k2",
+        43,
+        (1, 2),
+    )
+    assert (wide.schedule, wide.screen, wide.rungs.grace_period, wide.rungs.reduction_factor) == (None, None, 1, 2)
+    assert "43 slots hold the 43 cells of the grid at once" in wide.search_reason
+    assert planned(SearchConfig("absa", preset="full", max_concurrent=42)).strategy.name == "cells-halving"
+    assert planned(SearchConfig("absa", preset="full", max_concurrent=64, trials=64)).strategy.name == "cells-halving"
+    assert planned(SearchConfig("absa", preset="full", max_concurrent=64, seeds=3)).invocation.seeds == (1, 2, 3)
+
+
 @pytest.mark.parametrize(
     "kw, message",
     [
