@@ -280,6 +280,21 @@ def grid_exposure(study, base: TrainConfig, sizes: dict[str, dict[str, int]]) ->
     return Exposure(single, cells[lowest], cells[highest], lowest, highest)
 
 
+def trained_fraction(p) -> float:
+    """The share of every trial's epochs x seeds the plan's early stopping trains, as expected."""
+    base, seeds = p.base, len(p.invocation.seeds)
+    grace, factor, schedule = p.rungs.grace_period, p.rungs.reduction_factor, p.schedule
+    if p.strategy.cohort:  # the cohort: the study's first points, decided together
+        cells, families = len(p.points), cohort_families(p.points)
+        spent = halving_seed_epochs(
+            cells, families, p.screen, grace, factor, schedule, base.epochs, seeds, p.rungs.hedge, p.rungs.strata
+        )
+        return spent / (cells * base.epochs * seeds)
+    if schedule is None:
+        return asha_epoch_fraction(base.epochs, grace, factor)
+    return asha_seed_epoch_fraction(schedule, factor, base.epochs)
+
+
 def estimate(
     cfg: SearchConfig,
     samples_per_second: float | None,
@@ -295,18 +310,7 @@ def estimate(
     sizes = split_sizes(study, base)
     cost = strategy_cost(study, MEASURED_STRATEGY_COST if ratios is None else ratios)
     per_trial = rows_per_trial(study, base, sizes, seeds, cost)
-    grace, factor, schedule = p.rungs.grace_period, p.rungs.reduction_factor, p.schedule
-    if p.strategy.cohort:  # the cohort: the study's first points, decided together
-        cells = len(p.points)
-        families = cohort_families(p.points)
-        spent = halving_seed_epochs(
-            cells, families, p.screen, grace, factor, schedule, base.epochs, seeds, p.rungs.hedge, p.rungs.strata
-        )
-        fraction = spent / (cells * base.epochs * seeds)
-    elif schedule is None:
-        fraction = asha_epoch_fraction(base.epochs, grace, factor)
-    else:
-        fraction = asha_seed_epoch_fraction(schedule, factor, base.epochs)
+    schedule, fraction = p.schedule, trained_fraction(p)
     arms = single_arms_of(p)
     out = {
         "study": study.name,
@@ -425,7 +429,7 @@ def planning_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def main() -> int:
+def parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="python -m search.estimate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -466,7 +470,11 @@ def main() -> int:
     )
     p.add_argument("--data-dir", help="data root (default: $MTL_DATA_DIR, else ./data)")
     planning_arguments(p)
-    args = p.parse_args()
+    return p
+
+
+def main() -> int:
+    args = parser().parse_args()
     setup_logging()
     if args.plan is not None:
         print(json.dumps(planned(args), indent=2))
