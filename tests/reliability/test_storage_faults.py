@@ -187,7 +187,10 @@ def test_a_full_disk_stops_tune_resumably_and_a_restore_finishes(tmp_path, small
             ),
         ).fit()
         reason = disk.stop_reason(str(storage), "fill")
-        assert reason and "could not write its checkpoint (no space left on device)" in reason, reason
+        # the trial's own ENOSPC, or (on a loaded machine, where the trial writes late) the guard's poll seeing the
+        # full disk first: either stops the study resumably
+        full = ("could not write its checkpoint (no space left on device)", "is full: 0 MB free")
+        assert reason and any(words in reason for words in full), reason
         # the experiment state written as it stopped is whole, and holds the trial as unfinished
         assert tune.Tuner.can_restore(str(path))
         (state_file,) = path.glob("experiment_state-*.json")
