@@ -52,8 +52,6 @@ def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int
     study = simulate(cfg, model, window=window or UNBOUNDED)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - started
     calls = [seconds for _, seconds in suggest.calls]
-    per_seed_epoch = model.time.seconds_per_epoch or 1.0
-    ends = [t.ended_at for t in study.trials if t.ended_at is not None]
     return {
         "trials": len(study.trials),
         "slots": slots,
@@ -65,7 +63,7 @@ def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "suggest_ms_first_100": round(1000 * sum(calls[:100]) / max(1, len(calls[:100])), 1),
         "suggest_ms_last_100": round(1000 * sum(calls[-100:]) / max(1, len(calls[-100:])), 1),
-        "slot_use": round(study.seed_epochs * per_seed_epoch / (slots * max(ends)), 3) if ends else None,
+        "slot_use": round(study.seed_epochs / (slots * study.wall), 3) if study.wall else None,
     }
 
 

@@ -54,7 +54,7 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
     picks = selections(study, truth)
     last = picks[-1]
     r = float(regret(best, [last.true])[0])
-    wall = study_wall(study, seeded)
+    wall = study.wall
     chosen = next(t for t in study.trials if t.trial_id == last.trial_id).trial_config.training()
     return {
         "strategy": strategy.name,
@@ -86,12 +86,6 @@ def one_study(strategy: Strategy, truth_path: str, truth: Truth, i: int, slots: 
         "curve": [[p.spent, round(p.true, 6)] for p in picks],
         "seconds": round(time.perf_counter() - started, 3),
     }
-
-
-def study_wall(study, truth: Truth) -> float:
-    """A simulated study's wall time in seed-epochs of one slot (its clock runs in the truth's seconds)."""
-    ends = [t.ended_at for t in study.trials if t.ended_at is not None]
-    return max(ends, default=0.0) / (truth.time.seconds_per_epoch or 1.0)
 
 
 def summary(lines: list[dict[str, Any]], grid_compute: float) -> list[dict[str, Any]]:

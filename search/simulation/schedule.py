@@ -79,6 +79,4 @@ def schedule(cfg: SearchConfig, primary: str, metric: str, seed: int = 0) -> Sch
             study = simulate(replace(cfg, simulate=str(path), search_seed=seed), load_truth(str(path)))
     finally:
         optuna.logging.set_verbosity(verbosity)
-    ends = [t.ended_at for t in study.trials if t.ended_at is not None]
-    wall = max(ends, default=0.0)
-    return Schedule(cfg.max_concurrent, len(study.trials), study.seed_epochs, wall, study.plan.strategy.name)
+    return Schedule(cfg.max_concurrent, len(study.trials), study.seed_epochs, study.wall, study.plan.strategy.name)

@@ -30,6 +30,12 @@ class SimulatedStudy:
     trials: list[SimTrial]
     events: list[Event]
     searcher: Any  # the CanonicalOptunaSearch it drove (its Optuna study: ``searcher._ot_study``)
+    seconds_per_epoch: float = 1.0  # simulated seconds of one seed-epoch (the clock's unit)
+
+    @property
+    def wall(self) -> float:
+        """Its wall time in seed-epochs of one slot: the first trial's start to the last one's end."""
+        return max((t.ended_at for t in self.trials if t.ended_at is not None), default=0.0) / self.seconds_per_epoch
 
     @property
     def seed_epochs(self) -> float:
@@ -115,4 +121,4 @@ def simulate(
         extensions=extensions,
     )
     found = backend.run()
-    return SimulatedStudy(study_plan, found, backend.events, searcher)
+    return SimulatedStudy(study_plan, found, backend.events, searcher, backend.seconds_per_epoch)
