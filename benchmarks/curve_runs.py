@@ -31,8 +31,12 @@ class Job:
     auxiliary: tuple[str, ...]
 
 
-def run_job(job: Job, points: tuple[float, ...], threads: int, device: str) -> dict[str, Any]:
-    """Train one (cell, seed) through ``points`` on ``device``; its rows of the table."""
+def run_job(
+    job: Job, points: tuple[float, ...], threads: int, device: str, points_log: Path | None = None
+) -> dict[str, Any]:
+    """Train one (cell, seed) through ``points`` on ``device``; its rows of the table. ``points_log``: each row
+    is also appended there as it is reached (one line, with the cell and seed), so a run cut short by a machine's
+    time limit leaves its curve so far."""
     import torch
 
     from trainables.data import resolve_data_dir
@@ -50,6 +54,10 @@ def run_job(job: Job, points: tuple[float, ...], threads: int, device: str) -> d
         done = seconds if point == int(point) else done
         scores = {k: v for k, v in metrics.items() if "/dev/" in k}
         rows.append({"point": point, PRIMARY_PASSES: metrics[PRIMARY_PASSES], "seconds": seconds, **scores})
+        if points_log is not None:
+            line = {"cell": job.cell, "seed": config.seed, **rows[-1], "wall": time.perf_counter() - started}
+            with points_log.open("a") as f:  # one short write a line: the workers' lines do not interleave
+                f.write(json.dumps(line) + "\n")
     primary = trainer.data[config.primary]
     sampling = config.sampling
     return {
@@ -103,6 +111,9 @@ def run_jobs(jobs: list[Job], points: tuple[float, ...], metric: str, log: Path,
     """Train the jobs not yet in ``log``, ``options.workers`` at a time, appending each run's line as it ends;
     0 when every job is in the log."""
     done = done_in(log)
+    wanted = getattr(options, "auxiliary", None)
+    if wanted is not None:  # a part of the jobs, e.g. what one call of a GPU machine's time limit trains
+        jobs = [j for j in jobs if "+".join(j.auxiliary) in wanted]
     todo = [j for j in jobs if (j.cell, j.config.seed) not in done]
     in_log = len(jobs) - len(todo)
     print(f"{len(todo)} runs to train ({in_log} in {log}), {options.workers} workers on {options.device}")
@@ -110,7 +121,8 @@ def run_jobs(jobs: list[Job], points: tuple[float, ...], metric: str, log: Path,
     started = time.perf_counter()
     context = multiprocessing.get_context("spawn")  # torch and fork do not mix
     with context.Pool(options.workers) as pool:
-        arguments = [(j, points, options.threads, options.device) for j in todo]
+        points_log = getattr(options, "points_log", None)
+        arguments = [(j, points, options.threads, options.device, points_log) for j in todo]
         for i, line in enumerate(pool.imap_unordered(_run, arguments), 1):
             with log.open("a") as f:
                 f.write(json.dumps(line) + "\n")
@@ -124,7 +136,7 @@ def run_jobs(jobs: list[Job], points: tuple[float, ...], metric: str, log: Path,
     return 0 if {(j.cell, j.config.seed) for j in jobs} <= done_in(log) else 1
 
 
-def _run(arguments: tuple[Job, tuple[float, ...], int, str]) -> dict[str, Any]:
+def _run(arguments: tuple[Job, tuple[float, ...], int, str, Path | None]) -> dict[str, Any]:
     import logging
 
     logging.disable(logging.WARNING)  # the workers' load reports; the driver prints one line a run
@@ -143,6 +155,12 @@ def main() -> None:
     p = argparse.ArgumentParser(prog="python -m benchmarks.curve_runs", description=__doc__)
     p.add_argument("jobs", type=Path, help="a jobs file from --grid --jobs-out")
     p.add_argument("--log", type=Path, default=Path("benchmarks/results/real_curves.jsonl"), help="the build log")
+    p.add_argument(
+        "--auxiliary",
+        type=lambda text: set(text.split(",")),
+        help="train only the cells of these auxiliary sets, comma-separated, e.g. sst2,sst2+pos ('' the baseline)",
+    )
+    p.add_argument("--points-log", type=Path, help="also append every report point as it is reached")
     add_run_arguments(p)
     args = p.parse_args()
     jobs, points, metric = read_jobs(args.jobs)
