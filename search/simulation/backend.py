@@ -111,6 +111,7 @@ class Backend:
             self._listed, stop=self.stop_paused, search_alg=SimpleNamespace(searcher=self._limiter)
         )
         self._by_id: dict[str, SimTrial] = {}
+        self._live: list[SimTrial] = list(self._all)  # the trials not TERMINATED, pruned at each fill
         self._sequence = 0
         self._created = copy.deepcopy(self.scheduler)  # what tuner.pkl holds: the scheduler before any trial
 
@@ -156,6 +157,7 @@ class Backend:
         self._controller = Controller(
             self._listed, stop=self.stop_paused, search_alg=SimpleNamespace(searcher=self._limiter)
         )
+        self._live = [t for t in self._all if t.status != TERMINATED]
         for trial in order:
             if trial.status != TERMINATED:
                 trial.status = PENDING
@@ -167,7 +169,7 @@ class Backend:
         Tune retries each (``TuneController._requeue_trial``: the scheduler's ``on_trial_error``, PENDING, moved
         to the end of Tune's list, the scheduler's ``on_trial_add``; the searcher is not told), to go on from
         its last checkpoint."""
-        failing = [t for t in self._listed if t.status == RUNNING][:count]
+        failing = [t for t in self._listed if t.status == RUNNING][:count] if count else []
         if not failing:
             return
         ids = {t.trial_id for t in failing}
@@ -184,8 +186,9 @@ class Backend:
     # -- slots ----------------------------------------------------------------------
     def fill(self) -> None:
         """Start trials while a slot is free: Tune's add-then-choose step."""
-        while sum(t.status == RUNNING for t in self._all) < self.slots:
-            if not any(t.status == PENDING for t in self._all):
+        self._live = [t for t in self._live if t.status != TERMINATED]  # what may run: not every trial
+        while sum(t.status == RUNNING for t in self._live) < self.slots:
+            if not any(t.status == PENDING for t in self._live):
                 self.add()
             trial = self.scheduler.choose_trial_to_run(self._controller)
             if trial is None:  # Tune starts a PENDING trial whatever the scheduler chose (``_maybe_add_actors``)
@@ -208,6 +211,7 @@ class Backend:
         trial = SimTrial(trial_id, {**self.param_space, "seeds": list(self.seeds), **suggestion}, number=len(self._all))
         self._configs[trial_id] = trial.trial_config.training()
         self._all.append(trial)
+        self._live.append(trial)
         self._listed.append(trial)
         self._by_id[trial_id] = trial
         self.scheduler.on_trial_add(self._controller, trial)

@@ -91,9 +91,12 @@ class CohortHalving(ContenderKeepingASHA):
         if "state" not in state:
             self.state = CohortState.from_legacy(state)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != LIVE}  # Tune's trials: never pickled with it
+
     def saved_state(self) -> dict[str, Any]:
         """What the limiter saves with the experiment: ASHA's own fields as they are, the cohort's versioned."""
-        asha = copy.deepcopy({k: v for k, v in self.__dict__.items() if k != "state"})
+        asha = copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in ("state", LIVE)})
         return {**asha, COHORT_STATE: self.state.to_state()}
 
     def take_back(self, saved: dict[str, Any]) -> None:
@@ -112,7 +115,17 @@ class CohortHalving(ContenderKeepingASHA):
         period below the last."""
         return self.rungs_of().rungs
 
+    def live(self) -> dict[str, Any]:
+        """Tune's trials that have not ended, in Tune's order (its list, restricted to them): what
+        :meth:`choose_trial_to_run` scans instead of every trial of the study. Each trial Tune adds (or adds
+        again: a retry moves it to the end of Tune's list, a resume adds every trial in its new order) comes
+        through :meth:`on_trial_add`; an ended one is dropped at the next scan."""
+        return self.__dict__.setdefault(LIVE, {})
+
     def on_trial_add(self, tune_controller, trial) -> None:
+        live = self.live()
+        live.pop(trial.trial_id, None)
+        live[trial.trial_id] = trial
         super().on_trial_add(tune_controller, trial)  # in a resumed study, the saved state taken back first
         known = self.rungs_of().add(
             trial.trial_id, family_of(trial.config), side_of(trial.config), is_baseline(trial.config)
@@ -260,7 +273,9 @@ class CohortHalving(ContenderKeepingASHA):
     def stop_doomed(self, tune_controller) -> None:
         """Stop the losers once Tune has paused them: a trial still saving the checkpoint of its PAUSE has a
         PAUSE queued in Tune that would run after a stop and leave it PAUSED in the saved experiment."""
-        for trial in tune_controller.get_trials():
+        if not self.state.doomed:
+            return
+        for trial in list(self.live().values()):
             if trial.trial_id in self.state.doomed and trial.status == PAUSED:
                 self.state.doomed.discard(trial.trial_id)
                 tune_controller.stop_trial(trial)
@@ -303,7 +318,10 @@ class CohortHalving(ContenderKeepingASHA):
         if self.__dict__.pop("requeueing", False):  # Tune's first step: every restored trial is added
             self.decide_ready(tune_controller)  # a rung that waited for a trial ended as the state was saved
         self.stop_doomed(tune_controller)
-        trials = tune_controller.get_trials()
+        live = self.live()
+        for trial_id in [i for i, t in live.items() if t.status in ENDED]:
+            del live[trial_id]
+        trials = list(live.values())
         running = sum(t.status == RUNNING for t in trials)
         for trial in trials if running < self.slots else ():
             if trial.status == PAUSED and trial.trial_id in self.state.resume:
@@ -317,6 +335,7 @@ class CohortHalving(ContenderKeepingASHA):
         return self.rungs_of().describe()
 
 
+LIVE = "_live"  # the scheduler's field of Tune's live trials (CohortHalving.live): neither saved nor pickled
 COHORT_STATE = "cohort_state"  # the key of the cohort's versioned state in the saved scheduler state
 ACTIONS = {CONTINUE: TrialScheduler.CONTINUE, PAUSE: TrialScheduler.PAUSE, STOP: TrialScheduler.STOP}
 

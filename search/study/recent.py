@@ -7,9 +7,10 @@ Its cost per suggestion grows with the trials (in process, 256 slots, the defaul
 136 ms at 3,000), so a study's total grows with the square. :class:`RecentTrialsSampler` hands the sampler a view
 of the study in which only the last ``window`` finished trials (by number), and every unfinished one, exist.
 Until a study has finished ``window`` trials the view is the whole study and the sampler suggests exactly what it
-would alone. The view is read once per suggestion and kept for all of its calls; what still grows with the study
-is listing its trials (Optuna's, and one pass here to cut the window): measured with the default search at 256
-slots, a suggestion took 28.5 ms at 1,000 trials and 45.0 ms at 10,000 (``benchmarks/README.md``, driver_scale).
+would alone. The view is read once per suggestion and kept for all of its calls. On an in-memory storage (the
+simulator's, and any study Ray's ``OptunaSearch`` keeps in memory) :class:`RecentIndex` keeps the window up to date
+from the trials created and finished since the last read, so a read costs the window and the unfinished trials,
+not the study; on another storage the view lists the study's trials once per suggestion and cuts the window.
 
 What it costs: TPE forgets the points tried before the window, the early exploration among them. Optuna offers no
 such bound (its docs recommend TPE up to about 1,000 trials and other samplers beyond, none of which handles this
@@ -18,11 +19,14 @@ conditional, categorical space).
 
 from __future__ import annotations
 
+import copy
+import heapq
 from collections.abc import Container, Sequence
 from typing import Any
 
 import optuna
 from optuna.distributions import BaseDistribution
+from optuna.storages import InMemoryStorage
 from optuna.study import Study
 from optuna.trial import FrozenTrial, TrialState
 
@@ -32,15 +36,52 @@ from optuna.trial import FrozenTrial, TrialState
 RECENT_TRIALS = 256
 
 
-class RecentStudy:
-    """``study`` as a sampler sees it while it suggests one trial: of the trials it asks for (by state), the
-    finished ones only the last ``window`` by number, every unfinished one; everything else the study's own.
-    What it read is kept for that suggestion (the trials do not change during it), so the reading, which costs
-    the whole study, is done once per state set, not once per parameter group."""
+class RecentIndex:
+    """The last ``window`` finished trials (by number) and every unfinished one of an in-memory study, kept up to
+    date between reads: the trials created since the last read join the unfinished, and the unfinished that have
+    finished since join the window (a heap of the largest numbers). A read costs the new trials, the unfinished
+    ones and the window, not the study. In-memory only: there ``get_trial`` is a lookup, elsewhere a query."""
 
-    def __init__(self, study: Study, window: int) -> None:
-        self._study, self._window = study, window
-        self._read: dict[tuple[Any, bool], list[FrozenTrial]] = {}
+    def __init__(self, window: int) -> None:
+        self.window, self.study_id, self.seen = window, None, 0
+        self.unfinished: dict[int, int] = {}  # number -> trial id, of the trials not finished at the last read
+        self.finished: list[tuple[int, int]] = []  # a min-heap of (number, trial id): the window
+
+    def read(self, study: Study) -> list[FrozenTrial]:
+        storage, study_id = study._storage, study._study_id
+        if study_id != self.study_id:  # another study: start over
+            self.__init__(self.window)  # type: ignore[misc]
+            self.study_id = study_id
+        while True:  # the trials created since the last read, by number
+            try:
+                self.unfinished[self.seen] = storage.get_trial_id_from_study_id_trial_number(study_id, self.seen)
+            except KeyError:
+                break
+            self.seen += 1
+        trials = []
+        for number, trial_id in list(self.unfinished.items()):
+            trial = storage.get_trial(trial_id)
+            if trial.state.is_finished():
+                del self.unfinished[number]
+                heapq.heappush(self.finished, (number, trial_id))
+                if len(self.finished) > self.window:
+                    heapq.heappop(self.finished)  # the oldest finished trial leaves the window
+            else:
+                trials.append(trial)
+        trials += [storage.get_trial(trial_id) for _, trial_id in self.finished]
+        return sorted(trials, key=lambda t: t.number)
+
+
+class RecentStudy:
+    """``study`` as a sampler sees it while it suggests one trial: of its trials only the last ``window`` finished
+    ones by number and every unfinished one (a read by state filters those); everything else the study's own.
+    What it read is kept for that suggestion (the trials do not change during it), so the reading is done once
+    per suggestion, not once per parameter group. ``index``: the sampler's :class:`RecentIndex`, for a study on
+    an in-memory storage; without one the view lists the whole study once and cuts the window."""
+
+    def __init__(self, study: Study, window: int, index: RecentIndex | None = None) -> None:
+        self._study, self._window, self._index = study, window, index
+        self._view: list[FrozenTrial] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._study, name)
@@ -48,12 +89,13 @@ class RecentStudy:
     def _get_trials(
         self, deepcopy: bool = True, states: Container[TrialState] | None = None, use_cache: bool = False
     ) -> list[FrozenTrial]:
-        if deepcopy:
-            return self._recent(self._study._get_trials(deepcopy=True, states=states, use_cache=use_cache))
-        key = (None if states is None else tuple(sorted(states, key=lambda s: s.value)), use_cache)
-        if key not in self._read:
-            self._read[key] = self._recent(self._study._get_trials(deepcopy=False, states=states, use_cache=use_cache))
-        return self._read[key]
+        if self._view is None:
+            if self._index is not None:
+                self._view = self._index.read(self._study)
+            else:
+                self._view = self._recent(self._study._get_trials(deepcopy=False, use_cache=use_cache))
+        trials = self._view if states is None else [t for t in self._view if t.state in states]
+        return copy.deepcopy(trials) if deepcopy else trials
 
     def get_trials(self, deepcopy: bool = True, states: Container[TrialState] | None = None) -> list[FrozenTrial]:
         return self._get_trials(deepcopy=deepcopy, states=states, use_cache=False)
@@ -80,9 +122,11 @@ class RecentTrialsSampler(optuna.samplers.BaseSampler):
             raise ValueError(f"a sampler's window of recent trials must be 1 or more, got {window}")
         self.sampler, self.window = sampler, window
         self._view: tuple[int, RecentStudy] | None = None
+        self._index: RecentIndex | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_view": None}  # a view holds the study: not saved with the searcher
+        # a view holds the study, the index its trials' ids: neither saved with the searcher (rebuilt on a read)
+        return {**self.__dict__, "_view": None, "_index": None}
 
     def __str__(self) -> str:
         return f"{type(self.sampler).__name__} over the last {self.window} finished trials"
@@ -90,7 +134,10 @@ class RecentTrialsSampler(optuna.samplers.BaseSampler):
     def view(self, study: Study, trial: FrozenTrial) -> RecentStudy:
         """The study as the sampler sees it for ``trial``: one view for all of that trial's sampling calls."""
         if self._view is None or self._view[0] != trial.number or self._view[1]._study is not study:
-            self._view = (trial.number, RecentStudy(study, self.window))
+            in_memory = isinstance(study._storage, InMemoryStorage)
+            if in_memory and self.__dict__.get("_index") is None:
+                self._index = RecentIndex(self.window)
+            self._view = (trial.number, RecentStudy(study, self.window, self._index if in_memory else None))
         return self._view[1]
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:

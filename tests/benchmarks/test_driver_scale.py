@@ -10,6 +10,7 @@ def test_one_study_gives_the_drivers_cost_and_the_slot_use():
     figures = one(trials=60, slots=8, truth="late_bloomer", search="default", window=20, seed=0)
     assert figures["trials"] == 60 and figures["window"] == 20 and figures["search"] == "cells-halving"
     assert figures["driver_cpu_s"] > 0 and figures["peak_rss_mb"] > 0
+    assert 0 < figures["cpu_ms_per_trial_last_tenth"] <= 1000 * figures["driver_cpu_s"] / 6  # its last 6 trials'
     assert 0 < figures["slot_use"] <= 1  # work over slots x makespan, in simulated seconds
 
 

@@ -1,6 +1,6 @@
 """The sampler over the most recent finished trials (search/study/recent.py): the same suggestions as its sampler
-alone until the window fills, then a view of only the last ``window`` finished trials (of the states the sampler
-asks for) and every unfinished one."""
+alone until the window fills, then a view of only the last ``window`` finished trials and every unfinished one,
+kept up to date between reads on an in-memory study."""
 
 import random
 import warnings
@@ -8,7 +8,7 @@ import warnings
 import optuna
 import pytest
 
-from search.study.recent import RecentStudy, RecentTrialsSampler
+from search.study.recent import RecentIndex, RecentStudy, RecentTrialsSampler
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -63,3 +63,27 @@ def test_past_the_window_it_suggests_from_the_view():
 def test_a_window_below_one_is_refused():
     with pytest.raises(ValueError, match="1 or more"):
         RecentTrialsSampler(tpe(), window=0)
+
+
+def test_the_index_kept_between_reads_is_the_view_a_whole_listing_cuts():
+    # trials finish out of order, in every finished state, while others are created: after each change the
+    # index (read incrementally) and a whole listing cut at the window see the same trials
+    study, rng = optuna.create_study(), random.Random(1)
+    index, open_trials = RecentIndex(window=7), []
+    for step in range(120):
+        if rng.random() < 0.55 or not open_trials:
+            open_trials.append(study.ask())
+        else:
+            trial = open_trials.pop(rng.randrange(len(open_trials)))
+            state = rng.choice(
+                [optuna.trial.TrialState.COMPLETE] * 3 + [optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL]
+            )
+            study.tell(trial, 1.0 if state == optuna.trial.TrialState.COMPLETE else None, state=state)
+        if step % 3 == 0:
+            indexed = [t.number for t in RecentStudy(study, 7, index)._get_trials(deepcopy=False)]
+            listed = [t.number for t in RecentStudy(study, 7)._get_trials(deepcopy=False)]
+            assert indexed == listed
+    finished = sum(t.state.is_finished() for t in study.trials)
+    assert finished > 7 and len(open_trials) > 0  # the window was full and some trials were open
+    complete = RecentStudy(study, 7, index).get_trials(states=(optuna.trial.TrialState.COMPLETE,))
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in complete)
