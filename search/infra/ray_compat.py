@@ -24,6 +24,13 @@ Ray Tune:
   ``stop_trial`` marks only a trial with an actor (:func:`mark_to_save`, the private
   ``TuneController._mark_trial_to_checkpoint``).
 
+- **A saved experiment can name a checkpoint Tune has deleted since**: Tune deletes a trial's checkpoints beyond
+  ``num_to_keep`` as it registers new ones, and syncs its saved state to the storage at intervals, in the
+  background; a driver killed before a sync lands (measured: a SIGKILL during the sync Tune forces after
+  ``num_to_keep`` checkpoints, on a loaded machine) resumes a trial at a checkpoint that is gone, and Tune fails
+  each restore ("does not exist on storage anymore") until the trial errors. :func:`drop_missing_checkpoint`
+  starts such a trial again from its first epoch instead, when Tune adds it (a resume, or a retry).
+
 Restored trials come back PENDING and Tune starts every PENDING trial (``_requeue_restored_trials``): cohort
 halving marks the ones its saved state holds paused (``search.study.halving.CohortHalving.requeued``).
 
@@ -117,6 +124,24 @@ def adopt_saved_state(scheduler: Any, tune_controller: Any) -> bool:
         scheduler.take_back(saved)
     limiter.scheduler = scheduler
     return saved is not None
+
+
+def drop_missing_checkpoint(trial: Any) -> bool:
+    """Forget ``trial``'s checkpoints when the latest one is gone from the storage (module docstring), so that Tune
+    starts it again from its first epoch instead of failing to restore it. Whether it did."""
+    manager = getattr(getattr(trial, "run_metadata", None), "checkpoint_manager", None)
+    latest = getattr(manager, "latest_checkpoint_result", None)
+    checkpoint = getattr(latest, "checkpoint", None)
+    if checkpoint is None:
+        return False
+    import pyarrow.fs
+
+    if checkpoint.filesystem.get_file_info(checkpoint.path).type != pyarrow.fs.FileType.NotFound:
+        return False
+    manager._latest_checkpoint_result = None
+    manager._checkpoint_results = []
+    trial.run_metadata.invalidate_cache()
+    return True
 
 
 def searcher_of(tune_controller) -> Searcher:

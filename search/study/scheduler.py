@@ -23,15 +23,18 @@ baseline's) is its mean over the schedule's first seeds, the seeds every trial a
 from __future__ import annotations
 
 import copy
+import logging
 from typing import Any, ClassVar
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
-from search.infra.ray_compat import adopt_saved_state
+from search.infra.ray_compat import adopt_saved_state, drop_missing_checkpoint
 from search.study.legacy import SavedDefaults
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
 from trainables.trial import NESTED, TrialConfig
+
+logger = logging.getLogger(__name__)
 
 MULTITASK, SINGLE_TASK = "multitask", "single-task"
 
@@ -78,6 +81,12 @@ class ContenderKeepingASHA(SavedDefaults, ASHAScheduler):
     def on_trial_add(self, tune_controller, trial) -> None:
         if adopt_saved_state(self, tune_controller):
             self.state_taken_back()
+        if drop_missing_checkpoint(trial):
+            logger.warning(
+                "trial %s: its last checkpoint is gone from the storage (Tune's saved state was older than its "
+                "checkpoints): it trains again from its first epoch",
+                trial.trial_id,
+            )
         super().on_trial_add(tune_controller, trial)
 
     def saved_state(self) -> dict[str, Any]:

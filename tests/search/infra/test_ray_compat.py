@@ -87,3 +87,30 @@ def test_a_limiter_pickled_under_its_old_module_resumes(monkeypatch):
     legacy.accept_saved_before_rooms()
     restored = pickle.loads(saved)
     assert type(restored) is tune_compat.SchedulerSavingLimiter and restored.max_concurrent == 2
+
+
+def test_a_trial_whose_last_checkpoint_is_gone_starts_again_and_one_whose_checkpoint_exists_is_kept(tmp_path):
+    # Ray's own checkpoint manager and checkpoint: a saved experiment can name a checkpoint Tune deleted since
+    from ray.train import Checkpoint, CheckpointConfig
+    from ray.train._internal.checkpoint_manager import _CheckpointManager
+    from ray.train._internal.session import _TrainingResult
+    from ray.tune.trainable.metadata import _TrainingRunMetadata
+
+    from search.infra.ray_compat import drop_missing_checkpoint
+
+    def trial_at(folder):
+        folder.mkdir()
+        metadata = _TrainingRunMetadata()
+        metadata.checkpoint_manager = _CheckpointManager(CheckpointConfig(num_to_keep=2))
+        result = _TrainingResult(checkpoint=Checkpoint(str(folder)), metrics={"epoch": 1})
+        metadata.checkpoint_manager.register_checkpoint(result)
+        return SimpleNamespace(trial_id=folder.name, run_metadata=metadata)
+
+    kept, gone = trial_at(tmp_path / "checkpoint_000001"), trial_at(tmp_path / "checkpoint_000002")
+    (tmp_path / "checkpoint_000002").rmdir()
+    assert drop_missing_checkpoint(kept) is False
+    assert kept.run_metadata.checkpoint_manager.latest_checkpoint_result is not None
+    assert drop_missing_checkpoint(gone) is True
+    assert gone.run_metadata.checkpoint_manager.latest_checkpoint_result is None
+    assert gone.run_metadata.checkpoint_manager.best_checkpoint_results == []
+    assert drop_missing_checkpoint(gone) is False and drop_missing_checkpoint(Trial("a")) is False  # nothing to drop
