@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from search.answer.claims import TUNED, Contender, compare
-from search.answer.contenders import choose, collect, final_seeds
+from search.answer.contenders import choose, collect, final_seeds, search_risk
 from search.simulation.study import SimulatedStudy
 from search.simulation.truth.model import Truth
 from search.tracking.outcome import COMPLETED
@@ -83,8 +83,8 @@ def selections(study: SimulatedStudy, truth: Truth) -> list[Pick]:
 def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
     """What ``search.finalize`` would say: the two sides ``choose`` picks, each scored by the truth on
     ``k`` seeds the search never trained (the simulated trainable's scores), through finalize's own
-    ``collect`` and ``compare``; the headline verdict, or ``no comparison`` where a side has no
-    completed trial."""
+    ``collect`` and ``compare``, with the search's failed runs as its risk (``search_risk``, as finalize
+    passes it); the headline verdict, or ``no comparison`` where a side has no completed trial."""
     metric = objective_metric_of(study.plan.invocation.objective, truth.primary) or ""
     epochs = study.plan.base.epochs
     by_id = {t.trial_id: t for t in study.trials}
@@ -117,5 +117,6 @@ def final_verdict(study: SimulatedStudy, truth: Truth, k: int = 5) -> str:
         objective_metric=metric,
         fallback=None,
         floor=dict(truth.majority),
+        risk=search_risk(table, truth.majority.get(metric, math.nan), sides[0].key, sides[1].key),  # finalize's
     )
     return claim.headline.verdict
