@@ -43,15 +43,15 @@ class RecentIndex:
     ones and the window, not the study. In-memory only: there ``get_trial`` is a lookup, elsewhere a query."""
 
     def __init__(self, window: int) -> None:
-        self.window, self.study_id, self.seen = window, None, 0
+        self.window, self.storage, self.study_id, self.seen = window, None, None, 0
         self.unfinished: dict[int, int] = {}  # number -> trial id, of the trials not finished at the last read
         self.finished: list[tuple[int, int]] = []  # a min-heap of (number, trial id): the window
 
     def read(self, study: Study) -> list[FrozenTrial]:
         storage, study_id = study._storage, study._study_id
-        if study_id != self.study_id:  # another study: start over
+        if storage is not self.storage or study_id != self.study_id:  # another study: start over
             self.__init__(self.window)  # type: ignore[misc]
-            self.study_id = study_id
+            self.storage, self.study_id = storage, study_id
         while True:  # the trials created since the last read, by number
             try:
                 self.unfinished[self.seen] = storage.get_trial_id_from_study_id_trial_number(study_id, self.seen)

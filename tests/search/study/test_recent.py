@@ -87,3 +87,6 @@ def test_the_index_kept_between_reads_is_the_view_a_whole_listing_cuts():
     assert finished > 7 and len(open_trials) > 0  # the window was full and some trials were open
     complete = RecentStudy(study, 7, index).get_trials(states=(optuna.trial.TrialState.COMPLETE,))
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in complete)
+    other = optuna.create_study()  # another in-memory study, with the same study id: read afresh
+    other.ask()
+    assert [t.number for t in RecentStudy(other, 7, index)._get_trials(deepcopy=False)] == [0]
