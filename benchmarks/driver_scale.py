@@ -36,31 +36,14 @@ HERE = Path(__file__).resolve().parent / "results"
 UNBOUNDED = 10**9  # a window no study fills: TPE over every finished trial (--window 0)
 
 
-class Created:
-    """The driver's CPU clock as each trial is created (the backend's ``add``): what a trial costs at a study's
-    size, without the first trials' (a window not yet full, cells with nothing to model) in the average."""
-
-    def __init__(self) -> None:
-        from search.simulation.backend import Backend
-
-        self.at: list[float] = []
-        original = Backend.add
-
-        def add(backend: Backend) -> None:
-            before = len(backend._all)
-            original(backend)
-            if len(backend._all) > before:
-                self.at.append(time.process_time())
-
-        Backend.add = add  # type: ignore[method-assign]
-        self.restore = lambda: setattr(Backend, "add", original)
-
-    def marginal(self, cpu_end: float, trials: int) -> float | None:
-        """ms of driver CPU a trial over the study's last tenth of trials, to its end."""
-        first = int(0.9 * trials)
-        if trials < 10 or len(self.at) <= first:
-            return None
-        return round(1000 * (cpu_end - self.at[first]) / (trials - first), 1)
+def last_tenth(cpu_after_suggestions: list[float], cpu_end: float, trials: int) -> float | None:
+    """ms of driver CPU a trial over the study's last tenth of trials (from the suggestion that created the first
+    of them to the study's end): what a trial costs at the study's size, without the first trials (a window not
+    yet full, cells with nothing to model) in the average. One suggestion a trial (the searcher's, metered)."""
+    first = int(0.9 * trials)
+    if trials < 10 or len(cpu_after_suggestions) <= first:
+        return None
+    return round(1000 * (cpu_end - cpu_after_suggestions[first]) / (trials - first), 1)
 
 
 def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int) -> dict[str, Any]:
@@ -74,12 +57,10 @@ def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int
     path = resolve_truth(truth)
     cfg = SearchConfig("absa", simulate=str(path), trials=trials, max_concurrent=slots, search=search, search_seed=seed)
     suggest = Meter(CanonicalOptunaSearch, "suggest")
-    created = Created()
     cpu0, started = time.process_time(), time.perf_counter()
     model = load_truth(path)
     study = simulate(cfg, model, window=window or UNBOUNDED)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - started
-    created.restore()
     calls = [seconds for _, seconds in suggest.calls]
     return {
         "trials": len(study.trials),
@@ -88,7 +69,7 @@ def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int
         "window": window,
         "driver_cpu_s": round(cpu, 1),
         "cpu_ms_per_trial": round(1000 * cpu / len(study.trials), 1),
-        "cpu_ms_per_trial_last_tenth": created.marginal(cpu0 + cpu, len(study.trials)),
+        "cpu_ms_per_trial_last_tenth": last_tenth(suggest.cpu_after, cpu0 + cpu, len(study.trials)),
         "wall_s": round(wall, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
         "suggest_ms_first_100": round(1000 * sum(calls[:100]) / max(1, len(calls[:100])), 1),

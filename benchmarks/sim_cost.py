@@ -41,10 +41,11 @@ SEEDS = 3  # the full preset's: a trial epoch is three seed-epochs
 
 
 class Meter:
-    """Wraps a method to time each call: ``calls`` as (calls so far, seconds)."""
+    """Wraps a method to time each call: ``calls`` as (calls so far, seconds); ``cpu_after``: the process's CPU
+    clock as each call returned."""
 
     def __init__(self, owner: type, name: str) -> None:
-        self.owner, self.name, self.calls = owner, name, []
+        self.owner, self.name, self.calls, self.cpu_after = owner, name, [], []
         self.original = getattr(owner, name)
         meter = self
 
@@ -54,6 +55,7 @@ class Meter:
                 return meter.original(*args, **kwargs)
             finally:
                 meter.calls.append((len(meter.calls), time.perf_counter() - started))
+                meter.cpu_after.append(time.process_time())
 
         setattr(owner, name, timed)
 
