@@ -61,6 +61,9 @@ class Verdict:
                 f" ({self.failed[0]} failed on the {self.first} side, {self.failed[1]} on the other; "
                 f"compared on the {self.seeds} neither failed on)"
             )
+        if self.diff != self.diff:  # no seed left on both sides (or none trained): no Δ to print
+            left = "no seed left to compare" if self.seeds == 0 else f"{self.seeds} seeds gave no difference"
+            return f"{text}: {self.verdict} (no difference to show: {left})"
         if self.low == self.low and self.high == self.high:
             interval = f"{100 * self.level:.1f}% interval of this look [{self.low:+.4f}, {self.high:+.4f}]"
         else:

@@ -69,3 +69,13 @@ def test_failed_seeds_are_counted_and_a_single_pair_gives_no_nan_interval():
     )
     plain = Verdict("acc_4way", "better", 0.02, 0.01, 0.03, 5, level=0.958)
     assert plain.line().endswith("5 fresh seeds: better (Δ +0.0200, 95.8% interval of this look [+0.0100, +0.0300])")
+
+
+def test_no_seed_left_to_compare_prints_no_nan_difference():
+    nan = float("nan")
+    v = Verdict("acc_4way", "too few seeds to tell", nan, nan, nan, 0, fresh=3, failed=(3, 0))
+    assert v.line() == (
+        "multitask vs single-task on test acc_4way, 3 fresh seeds (3 failed on the multitask side, 0 on the other; "
+        "compared on the 0 neither failed on): too few seeds to tell (no difference to show: no seed left to compare)"
+    )
+    assert "nan" not in v.line()
