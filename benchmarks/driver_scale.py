@@ -7,7 +7,9 @@ fresh process, so its peak memory is its own. Per size it records:
 
 - driver CPU seconds, per trial, and the process's peak resident memory;
 - the searcher's suggest time (mean of the first and of the last 100 suggestions);
-- slot use in simulated time: seed-epochs x seconds per seed-epoch / (slots x the study's makespan).
+- slot use in simulated time: seed-epochs x seconds per seed-epoch / (slots x the study's makespan), and both
+  sides of it (the seed-epochs, the makespan in seed-epochs of one slot): a strategy that trains more per trial
+  fills more of its slots and still takes longer.
 
 ``--window`` sets how many finished trials TPE models (:mod:`search.study.recent`; 0: every one, TPE alone).
 ``--quality N`` instead runs N studies of each size twice, with that window and without, each study's truth and
@@ -75,6 +77,10 @@ def one(trials: int, slots: int, truth: str, search: str, window: int, seed: int
         "suggest_ms_first_100": round(1000 * sum(calls[:100]) / max(1, len(calls[:100])), 1),
         "suggest_ms_last_100": round(1000 * sum(calls[-100:]) / max(1, len(calls[-100:])), 1),
         "slot_use": round(study.seed_epochs / (slots * study.wall), 3) if study.wall else None,
+        # what the slot use is a ratio of: the compute, and the wall time in seed-epochs of one slot (slot-time:
+        # slots x wall, what a cluster bills)
+        "seed_epochs": round(study.seed_epochs, 1),
+        "wall_seed_epochs": round(study.wall, 2),
     }
 
 

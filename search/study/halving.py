@@ -48,7 +48,7 @@ from search.infra.ray_compat import PauseAwareLimiter, SchedulerSavingLimiter, m
 from search.infra.tune_status import ENDED, PAUSED, PENDING, RUNNING, TERMINATED
 from search.study.cohort_rule import CohortRule, hedged_positions
 from search.study.cohort_rungs import CONTINUE, PAUSE, STOP, CohortRungs, CohortSettings, CohortState
-from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
+from search.study.scheduler import LIVE, ContenderKeepingASHA, family_of, is_baseline, side_of
 from trainables.exposure import PRIMARY_PASSES
 
 
@@ -91,9 +91,6 @@ class CohortHalving(ContenderKeepingASHA):
         if "state" not in state:
             self.state = CohortState.from_legacy(state)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != LIVE}  # Tune's trials: never pickled with it
-
     def saved_state(self) -> dict[str, Any]:
         """What the limiter saves with the experiment: ASHA's own fields as they are, the cohort's versioned."""
         asha = copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in ("state", LIVE)})
@@ -115,18 +112,8 @@ class CohortHalving(ContenderKeepingASHA):
         period below the last."""
         return self.rungs_of().rungs
 
-    def live(self) -> dict[str, Any]:
-        """Tune's trials that have not ended, in Tune's order (its list, restricted to them): what
-        :meth:`choose_trial_to_run` scans instead of every trial of the study. Each trial Tune adds (or adds
-        again: a retry moves it to the end of Tune's list, a resume adds every trial in its new order) comes
-        through :meth:`on_trial_add`; an ended one is dropped at the next scan."""
-        return self.__dict__.setdefault(LIVE, {})
-
     def on_trial_add(self, tune_controller, trial) -> None:
-        live = self.live()
-        live.pop(trial.trial_id, None)
-        live[trial.trial_id] = trial
-        super().on_trial_add(tune_controller, trial)  # in a resumed study, the saved state taken back first
+        super().on_trial_add(tune_controller, trial)  # live; in a resumed study, the saved state taken back first
         known = self.rungs_of().add(
             trial.trial_id, family_of(trial.config), side_of(trial.config), is_baseline(trial.config)
         )
@@ -318,10 +305,7 @@ class CohortHalving(ContenderKeepingASHA):
         if self.__dict__.pop("requeueing", False):  # Tune's first step: every restored trial is added
             self.decide_ready(tune_controller)  # a rung that waited for a trial ended as the state was saved
         self.stop_doomed(tune_controller)
-        live = self.live()
-        for trial_id in [i for i, t in live.items() if t.status in ENDED]:
-            del live[trial_id]
-        trials = list(live.values())
+        trials = self.live_trials()
         running = sum(t.status == RUNNING for t in trials)
         for trial in trials if running < self.slots else ():
             if trial.status == PAUSED and trial.trial_id in self.state.resume:
@@ -335,7 +319,6 @@ class CohortHalving(ContenderKeepingASHA):
         return self.rungs_of().describe()
 
 
-LIVE = "_live"  # the scheduler's field of Tune's live trials (CohortHalving.live): neither saved nor pickled
 COHORT_STATE = "cohort_state"  # the key of the cohort's versioned state in the saved scheduler state
 ACTIONS = {CONTINUE: TrialScheduler.CONTINUE, PAUSE: TrialScheduler.PAUSE, STOP: TrialScheduler.STOP}
 

@@ -198,3 +198,25 @@ def test_family_rungs_compare_a_slow_schema_only_with_its_own_family():
     assert family["square1"] == CONTINUE and family["square0"] == CONTINUE  # the first two, leaders when they came
     assert family_of(slow[0].config) == "anneal" and family_of({"baseline": True}) == SINGLE_TASK
     assert pickle.loads(pickle.dumps(new(FamilyASHA))).families == {}  # Tune saves the scheduler by pickling it
+
+
+# -- the trials a free slot chooses from: Tune's live ones, not the whole study ---------------------
+def test_a_free_slot_chooses_as_ray_fifo_does_over_the_live_trials_only():
+    s = new(ContenderKeepingASHA)
+    trials = [trial(f"t{i}", ("semeval", "sst2")) for i in range(4)]
+    for t in trials:
+        t.status = "PENDING"
+        s.on_trial_add(None, t)
+    listed = SimpleNamespace(get_trials=lambda: list(s.live().values()))
+    trials[0].status, trials[1].status, trials[2].status = "TERMINATED", "PAUSED", "RUNNING"
+    assert s.choose_trial_to_run(None) is trials[3]  # PENDING before PAUSED, as Ray's FIFOScheduler
+    assert ASHAScheduler.choose_trial_to_run(s, listed) is trials[3]
+    assert "t0" not in s.live()  # the ended trial dropped at the scan
+    trials[3].status = "ERROR"
+    assert s.choose_trial_to_run(None) is trials[1]
+    trials[1].status = "PENDING"
+    trials[3].status = "PENDING"  # Tune retries it: moved to the end of its list and added again
+    s.on_trial_add(None, trials[3])
+    assert list(s.live()) == ["t1", "t2", "t3"]
+    assert s.choose_trial_to_run(None) is trials[1]
+    assert "_live" not in s.saved_state() and "_live" not in pickle.loads(pickle.dumps(s)).__dict__
