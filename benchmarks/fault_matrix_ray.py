@@ -164,12 +164,13 @@ def answer(study: Study) -> dict[str, Any]:
 
     from search.tracking import records as rec
     from search.tracking.runs import client as tracking_client
+    from search.tracking.runs import every_run
 
     path = study.storage / study.name
     trials = tune.ExperimentAnalysis(str(path)).trials if path.exists() else []
     client = tracking_client(study.tracking)
     experiment = client.get_experiment_by_name("absa")
-    runs = client.search_runs([experiment.experiment_id], max_results=5000) if experiment else []
+    runs = every_run(client, experiment.experiment_id, "") if experiment else []
     parents = [r for r in runs if r.data.tags.get(rec.KIND_TAG) == "study"]
     tags = parents[0].data.tags if parents else {}
     optuna.logging.set_verbosity(optuna.logging.WARNING)

@@ -140,10 +140,28 @@ def trial_table(client, experiment_id: str, parent, kind: str = rec.TRIAL_KIND) 
     objective and scores. ``kind``: ``trial`` (the search's) or ``final`` (the seeds ``search.finalize``
     trained)."""
     objective = Invocation.from_params(parent.data.params).objective
-    children = client.search_runs(
-        [experiment_id],
-        max_results=5000,
+    children = every_run(
+        client,
+        experiment_id,
+        f"tags.`{rec.PARENT_TAG}` = '{parent.info.run_id}' and tags.{rec.KIND_TAG} = '{kind}'",
         order_by=["attributes.start_time ASC"],
-        filter_string=f"tags.`{rec.PARENT_TAG}` = '{parent.info.run_id}' and tags.{rec.KIND_TAG} = '{kind}'",
     )
     return tuple(TrialRecord.of_run(run, rec.strip_mean(objective)) for run in children)
+
+
+PAGE_RUNS = 1000  # runs a search_runs page asks for (MLflow's own default page)
+
+
+def every_run(client, experiment_id: str, filter_string: str, order_by: list[str] | None = None) -> list:
+    """Every run of ``experiment_id`` that ``filter_string`` matches, page after page: one call's ``max_results``
+    would cut a study of 10,000 trials at that count, silently."""
+    runs: list = []
+    token = None
+    while True:
+        page = client.search_runs(
+            [experiment_id], filter_string=filter_string, order_by=order_by, max_results=PAGE_RUNS, page_token=token
+        )
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs

@@ -360,3 +360,19 @@ def test_a_result_held_for_its_checkpoint_is_logged_when_a_resumed_study_ends_th
     }
     assert [(h.step, h.value) for h in client.get_metric_history(runs["c"], "objective")] == [(1, 0.6)]
     assert [h.step for h in client.get_metric_history(runs["a"], "objective")] == [1, 2]
+
+
+def test_the_trial_table_reads_every_page_of_a_study_larger_than_one(study, monkeypatch):
+    """A study of 10,000 trials is more than one ``search_runs`` page: the table holds every trial, in start
+    order, however few runs a page the store gives (here 1: one call would have cut the table there)."""
+    client, parent, _, _ = study
+    experiment, parent_run = find_parent(client, "absa", None)
+    whole = [r.number for r in trial_table(client, experiment.experiment_id, parent_run)]
+    search_runs = client.search_runs
+
+    def small_pages(*args, max_results=1000, **kwargs):
+        return search_runs(*args, max_results=min(max_results, 1), **kwargs)
+
+    monkeypatch.setattr(client, "search_runs", small_pages)
+    assert len(whole) > 1
+    assert [r.number for r in trial_table(client, experiment.experiment_id, parent_run)] == whole
