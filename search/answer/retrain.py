@@ -45,11 +45,10 @@ def train_missing(
     points = [final_point(c, missing[c.role], invocation.objective) for c in contenders if missing[c.role]]
     results = fit_final_runs(cfg, parent_run_id, invocation, contenders, points, kind)
     by_run = {c.row.run_id: c for c in contenders}
-    study_experiment = invocation.tune_path.rstrip("/").rpartition("/")[2]
     for result in results:
         point = TrialConfig.of_tune(result.config)
         c = by_run[point.final_for]
-        check_complete(result, c.config, point.label, cfg.study, study_experiment)
+        check_complete(result, c.config, point.label)
         collect(c, [result_row(result, point.label, list(point.seeds), invocation.objective)], primary, seeds)
         c.trained = list(point.seeds)
 
@@ -106,6 +105,15 @@ def fit_final_runs(
         max_concurrent_trials=concurrent,
     )
     results = tuner.fit()
+    by_run = {c.row.run_id: c for c in contenders}
+    stopped = sum(result.error is None and not finished(result, by_run) for result in results)
+    if stopped:  # Ctrl-C or SIGTERM during fit: Tune ends gracefully, its runs stopped where they were
+        command = finalize_command(cfg, study_experiment)
+        end_open_runs(spool, "interrupted (Ctrl-C or SIGTERM)", command)
+        raise KeyboardInterrupt(
+            f"finalize interrupted with {stopped} of {len(results)} final runs unfinished; the search itself is "
+            f"complete: continue with {command}"
+        )
     if not spool.drain(spool.grace_s):
         raise ConnectionError(
             f"MLflow tracking server {mask_credentials(cfg.tracking_uri)} unreachable "
@@ -126,14 +134,39 @@ def final_slots(cfg: FinalizeConfig, arms: int) -> tuple[float, int]:
     return share, arms
 
 
-def check_complete(result, config: TrainConfig, label: str, study: str, study_experiment: str) -> None:
-    """A final run counts only once trained to its last epoch; a stopped one says how to rerun."""
+def finished(result, by_run: dict[str, Contender]) -> bool:
+    """Whether a final run reached its contender's last epoch. One that never started (Tune stopped before it)
+    has no config in its result."""
+    if not result.config or not result.metrics:
+        return False
+    contender = by_run.get(TrialConfig.of_tune(result.config).final_for)
+    return contender is not None and int(result.metrics.get("epoch", 0)) >= contender.config.epochs
+
+
+def end_open_runs(spool, reason: str, command: str) -> None:
+    """The final runs the spool opened and did not end: KILLED, tagged with why and the command that trains them
+    again (the study's parent run stays as the search left it), sent while the tracking store answers."""
+    from search.study.ending import DRAIN_S
+    from search.tracking.sink import open_trial_runs
+
+    tags = {rec.STATUS_TAG: "interrupted", rec.END_REASON: reason, rec.RESUME_TAG: command}
+    for trial in open_trial_runs(spool.path):
+        spool.put({"op": "end", "trial": trial, "state": "KILLED", "tags": tags})
+    if not spool.drain(min(DRAIN_S, spool.grace_s)):
+        logger.warning("%d MLflow records wait in %s: the next finalize sends them first", spool.pending(), spool.path)
+
+
+def finalize_command(cfg: FinalizeConfig, study_experiment: str) -> str:
+    """The command that trains the final runs still missing (the complete ones are taken back from MLflow)."""
+    command = f"python -m search.finalize {cfg.study} --name {study_experiment}"
+    if cfg.tracking_uri != FinalizeConfig.tracking_uri:
+        command += f" --tracking-uri {mask_credentials(cfg.tracking_uri)}"
+    return command + (f" --seeds {cfg.seeds}" if cfg.seeds != FinalizeConfig.seeds else "")
+
+
+def check_complete(result, config: TrainConfig, label: str) -> None:
+    """A final run counts only once trained to its last epoch (one stopped by an interrupt never gets here)."""
     if result.error or not result.metrics or int(result.metrics.get("epoch", 0)) < config.epochs:
-        if result.error is None:  # stopped, not failed: Ctrl-C or SIGTERM during fit (Tune ends gracefully)
-            raise KeyboardInterrupt(
-                f"finalize interrupted; the study itself is complete: rerun "
-                f"python -m search.finalize {study} --name {study_experiment}"
-            )
         raise RuntimeError(f"finalize could not train {label}: {result.error or 'stopped early'}")
 
 
