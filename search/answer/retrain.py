@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import threading
 import time
 from typing import Any
 
@@ -13,6 +14,7 @@ from search.answer.claims import Contender
 from search.answer.config import FinalizeConfig
 from search.answer.contenders import collect
 from search.answer.text import list_text
+from search.study.ending import sigterm_as_ctrl_c
 from search.study.kind import TrialKind
 from search.tracking import records as rec
 from search.tracking.records import Invocation
@@ -41,6 +43,8 @@ def train_missing(
 
     res = cfg.resources
     connect_address(res.address, kind.ray_cpus(res.max_concurrent, res.cpus_per_trial, os.cpu_count() or 1))
+    if threading.current_thread() is threading.main_thread():
+        sigterm_as_ctrl_c()  # after ray.init, whose own handler would leave the final runs RUNNING
     check_request(res.cpus_per_trial, res.gpus_per_trial, local=res.address in (None, "local"))
     points = [final_point(c, missing[c.role], invocation.objective) for c in contenders if missing[c.role]]
     results = fit_final_runs(cfg, parent_run_id, invocation, contenders, points, kind)

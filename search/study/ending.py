@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import optuna
@@ -41,6 +42,19 @@ logger = logging.getLogger(__name__)
 
 
 DRAIN_S = 30.0  # how long an ending waits for its records to reach a server that answers
+
+
+def sigterm_as_ctrl_c(noted: Callable[[], None] | None = None) -> None:
+    """SIGTERM stops the driver as Ctrl-C does: Tune's graceful stop during fit (its state saved, the runs ended
+    by the caller), KeyboardInterrupt elsewhere. The handler ``ray.init`` installs exits at once, before any of
+    that. Call after ``ray.init``, in the main thread; ``noted`` is called first."""
+
+    def on_sigterm(signum, frame) -> None:
+        if noted is not None:
+            noted()
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
 
 
 class TrackingUnavailable(ConnectionError):
@@ -72,14 +86,8 @@ class StudyEnd:
         return self.resume or resume_command(self.study, self.name)
 
     def watch_signals(self) -> None:
-        """SIGTERM ends the study as Ctrl-C does (the handler ``ray.init`` installs exits at once,
-        before Tune saves its state). Call after ``ray.init``, in the main thread."""
-
-        def on_sigterm(signum, frame) -> None:
-            self.signal_name = "SIGTERM"
-            signal.raise_signal(signal.SIGINT)  # Tune's graceful stop during fit, KeyboardInterrupt elsewhere
-
-        signal.signal(signal.SIGTERM, on_sigterm)
+        """SIGTERM ends the study as Ctrl-C does (:func:`sigterm_as_ctrl_c`), its name kept for the ending."""
+        sigterm_as_ctrl_c(lambda: setattr(self, "signal_name", "SIGTERM"))
 
     # -- the three endings ------------------------------------------------------------
     def finished(self) -> None:
