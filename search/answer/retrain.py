@@ -20,7 +20,6 @@ from search.tracking import records as rec
 from search.tracking.records import Invocation
 from search.tracking.trial_record import TrialRecord
 from trainables.cli import mask_credentials
-from trainables.config import TrainConfig
 from trainables.results import parse_seed_key
 from trainables.trial import TrialConfig
 
@@ -52,7 +51,7 @@ def train_missing(
     for result in results:
         point = TrialConfig.of_tune(result.config)
         c = by_run[point.final_for]
-        check_complete(result, c.config, point.label)
+        check_complete(result, point.label)
         collect(c, [result_row(result, point.label, list(point.seeds), invocation.objective)], primary, seeds)
         c.trained = list(point.seeds)
 
@@ -168,10 +167,11 @@ def finalize_command(cfg: FinalizeConfig, study_experiment: str) -> str:
     return command + (f" --seeds {cfg.seeds}" if cfg.seeds != FinalizeConfig.seeds else "")
 
 
-def check_complete(result, config: TrainConfig, label: str) -> None:
-    """A final run counts only once trained to its last epoch (one stopped by an interrupt never gets here)."""
-    if result.error or not result.metrics or int(result.metrics.get("epoch", 0)) < config.epochs:
-        raise RuntimeError(f"finalize could not train {label}: {result.error or 'stopped early'}")
+def check_complete(result, label: str) -> None:
+    """A final run that failed stops finalize (one without an error reached its last epoch: :func:`finished`,
+    checked for every run as the fit returned)."""
+    if result.error is not None:
+        raise RuntimeError(f"finalize could not train {label}: {result.error}")
 
 
 def result_row(result, label: str, seeds: list[int], objective: str) -> TrialRecord:

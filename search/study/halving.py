@@ -48,7 +48,7 @@ from search.infra.ray_compat import PauseAwareLimiter, SchedulerSavingLimiter, m
 from search.infra.tune_status import ENDED, PAUSED, PENDING, RUNNING, TERMINATED
 from search.study.cohort_rule import CohortRule, hedged_positions
 from search.study.cohort_rungs import CONTINUE, PAUSE, STOP, CohortRungs, CohortSettings, CohortState
-from search.study.scheduler import LIVE, ContenderKeepingASHA, family_of, is_baseline, side_of
+from search.study.scheduler import ContenderKeepingASHA, family_of, is_baseline, side_of
 from trainables.exposure import PRIMARY_PASSES
 
 
@@ -93,7 +93,7 @@ class CohortHalving(ContenderKeepingASHA):
 
     def saved_state(self) -> dict[str, Any]:
         """What the limiter saves with the experiment: ASHA's own fields as they are, the cohort's versioned."""
-        asha = copy.deepcopy({k: v for k, v in self.__dict__.items() if k not in ("state", LIVE)})
+        asha = copy.deepcopy({k: v for k, v in self.__getstate__().items() if k != "state"})
         return {**asha, COHORT_STATE: self.state.to_state()}
 
     def take_back(self, saved: dict[str, Any]) -> None:
