@@ -27,11 +27,13 @@ from torch import nn
 
 from trainables.batching import Encoded, Padding, TaskBatches, ahead, collate, to_device
 from trainables.config import TrainConfig
+from trainables.degenerate import is_degenerate
 from trainables.exposure import PRIMARY_PASSES, primary_passes, screen_step
 from trainables.inference import predict_probs
 from trainables.model import MultitaskModel, build_model, load_tokenizer
 from trainables.precision import configure_cuda_math, padding_multiple, resolve_precision
 from trainables.prepare import TaskData, check_distinct_names, prepare_data
+from trainables.results import DEGENERATE, DEGENERATE_UNTIL
 from trainables.sampling import make_sampler, steps_per_epoch
 from trainables.strategy import Strategy
 from trainables.tasks import Example
@@ -111,6 +113,7 @@ class Trainer:
         self.partial = Partial()  # what those micro-batches trained: the epoch's metrics cover them
         self.finished = Partial()  # the last whole epoch's
         self.primary_batches = 0  # the primary's micro-batches trained so far (its exposure: primary_passes)
+        self.degenerate_until = 0.0  # the last point whose primary dev predictions were constant (0: none)
         # Each run owns its torch RNG (dropout), so several seeds can interleave epochs in one
         # process and each still matches its standalone run. On CUDA only its own device's
         # generator: a resumed trial may see fewer GPUs, and a CPU run creates no CUDA context.
@@ -340,7 +343,10 @@ class Trainer:
         metrics.update(self.strategy.metrics([self.data[n].task.name for n in self.names]))
         for n in self.names:
             d = self.data[n]
-            metrics.update(self._scores(n, "dev", d.dev, d.dev_examples))
+            if n == config.primary:
+                metrics.update(self._primary_dev(point))
+            else:
+                metrics.update(self._scores(n, "dev", d.dev, d.dev_examples))
             if point == config.epochs and d.test is not None:
                 metrics.update(self._scores(n, "test", d.test, d.test_examples))  # type: ignore[arg-type]
         return metrics
@@ -358,6 +364,17 @@ class Trainer:
             self.pad_multiple,
             self.precision.autocast,
         )
+
+    def _primary_dev(self, point: float) -> dict[str, float]:
+        """The primary's dev scores and whether its predictions are constant (:mod:`trainables.degenerate`):
+        the evidence a failed run is judged by, recorded where the predictions are."""
+        d = self.data[self.config.primary]
+        task, probs = d.task, self.predict(self.config.primary, d.dev)
+        out = {f"{task.name}/dev/{k}": float(v) for k, v in task.metrics(probs, d.dev_examples).items()}
+        degenerate = is_degenerate(*task.predicted(probs)) or not np.isfinite(probs).all()
+        if degenerate:
+            self.degenerate_until = float(point)
+        return {**out, DEGENERATE: float(degenerate), DEGENERATE_UNTIL: self.degenerate_until}
 
     def _scores(self, name: str, split: str, data: Encoded, examples: Sequence[Example]) -> dict[str, float]:
         task = self.data[name].task
@@ -380,6 +397,7 @@ class Trainer:
             "scaler": self.scaler.state_dict(),  # empty unless fp16
             "strategy": self.strategy.state_dict(),  # empty unless a strategy learns or draws
             "primary_batches": self.primary_batches,
+            "degenerate_until": self.degenerate_until,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -403,6 +421,7 @@ class Trainer:
         self.strategy.load_state_dict(state.get("strategy", {}))
         # a checkpoint from before exposure was counted: the expected count at its position
         self.primary_batches = int(state.get("primary_batches", round(self.expected_primary_batches())))
+        self.degenerate_until = float(state.get("degenerate_until", 0.0))
 
     def expected_primary_batches(self) -> float:
         sizes = {n: len(self.data[n].train) for n in self.names}

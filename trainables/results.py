@@ -14,6 +14,10 @@ import numpy as np
 
 DIVERGED = "diverged"  # result key: 1.0 on the final result of a trial whose loss became NaN
 FAILURE_REASON = "failure_reason"  # result key beside it: why
+# per seed at every report: 1.0 where the primary's dev predictions are constant (trainables.degenerate), and
+# the last point at which they were (0.0: never), so a run trained on shows whether it recovered from there
+DEGENERATE = "degenerate"
+DEGENERATE_UNTIL = "degenerate_until"
 
 _SEED_KEY = re.compile(r"^(?P<name>.+)/seed(?P<seed>\d+)$")
 
@@ -64,6 +68,10 @@ def aggregate(
 
 
 def seed_values_kept(key: str, primary: str, objective: str) -> bool:
-    """Per-seed values are reported for the primary task's scores and the objective only:
+    """Per-seed values are reported for the primary task's scores, whether it is degenerate, and the objective only:
     the rest (losses, task distributions) would bury them in the tracker's columns."""
-    return key.startswith((f"{primary}/dev/", f"{primary}/test/")) or f"{key}/mean" == objective
+    return (
+        key.startswith((f"{primary}/dev/", f"{primary}/test/"))
+        or key in (DEGENERATE, DEGENERATE_UNTIL)
+        or f"{key}/mean" == objective
+    )

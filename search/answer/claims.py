@@ -7,15 +7,16 @@
   its auxiliary tasks removed and every other setting kept (lr, warm-up, epochs, the strategies that
   still apply); the only difference is the auxiliary tasks.
 
-Each comparison is paired over the final seeds (:func:`decide`): seeds that failed (at or below the
-failure line: the majority rate plus half of what the comparison's typical seed gains over it, or
-diverged) are named and counted per side and leave the paired test, which is a group-sequential t
-test (:mod:`search.answer.sequential`) on the remaining pairs. Failure risk is a property of each
-config, not of a side: where any seed run of the study failed (search or final), "better" also
-needs the clean gain to survive the winner config's *own* failure rate at its upper 97.5% bound,
-counted over its own seed runs (:func:`survives_collapses`). The winner is chosen on dev among many
-configs, so a failure-prone config that did not fail on its search seeds is the likeliest winner: a
-side's pooled rate, diluted by its safe configs, would not see it.
+Each comparison is paired over the final seeds (:func:`decide`): seeds that failed (the run is
+degenerate: its trainer found its predictions constant, ``trainables.degenerate``, or it diverged) are
+named and counted per side and leave the paired test, which is a group-sequential t test
+(:mod:`search.answer.sequential`) on the remaining pairs. A run that learned a little is weak, not
+failed: it stays in the test. Failure risk is a property of each config, not of a side: where a failure
+was seen near the winner (its own runs, the other side's, or configs kin to it), "better" also needs the
+clean gain to survive the winner config's *own* failure rate at its upper 97.5% bound, counted over its
+own seed runs (:func:`survives_collapses`). The winner is chosen on dev among many configs, so a
+failure-prone config that did not fail on its search seeds is the likeliest winner: a side's pooled
+rate, diluted by its safe configs, would not see it.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, is_dataclass, replace
 from typing import Any
 
-import numpy as np
 from scipy.stats import t as t_dist
 
 from search.answer import stats
@@ -108,28 +108,16 @@ def show(value: Any) -> str:
 
 
 # -- failed seeds -------------------------------------------------------------------
-FAIL_SHARE = 0.5  # a seed run that lost more than this share of the typical run's gain over the majority rate failed
-
-
-def failure_line(floor: float, typical: float) -> float:
-    """The score at or below which a seed run failed: the majority rate ``floor`` plus :data:`FAIL_SHARE` of
-    what a typical run (``typical``, a median) gains over it. A run that fails to 65% where the majority
-    rate is 58% and a typical run 85% has failed, though it is above the majority rate. NaN without a floor."""
-    if not math.isfinite(floor):
-        return math.nan
-    if not math.isfinite(typical) or typical <= floor:
-        return floor
-    return floor + FAIL_SHARE * (typical - floor)
-
-
 @dataclass(frozen=True)
 class Risk:
     """Failed seed runs, each ``(failed, runs)``: of the winner's config and of the other side's config (their
-    own runs, the search's and the final ones) and of the whole study (every seed run it made)."""
+    own runs, the search's and the final ones), of the whole study (every seed run it made), and of the configs
+    kin to the winner's (``search.answer.contenders.kin``: the same auxiliary tasks or schema, at a like lr)."""
 
     winner: tuple[int, int] = (0, 0)
     other: tuple[int, int] = (0, 0)
     study: tuple[int, int] = (0, 0)
+    kin: tuple[int, int] = (0, 0)
 
     def plus(self, winner: tuple[int, int], other: tuple[int, int]) -> Risk:
         """With the final seeds of both sides added (to their configs and to the study)."""
@@ -137,7 +125,14 @@ class Risk:
             (self.winner[0] + winner[0], self.winner[1] + winner[1]),
             (self.other[0] + other[0], self.other[1] + other[1]),
             (self.study[0] + winner[0] + other[0], self.study[1] + winner[1] + other[1]),
+            self.kin,
         )
+
+    @property
+    def near(self) -> bool:
+        """Whether a failure was seen where it says something of the winner: its own runs, the other side's, or
+        its kin's. Failures of unlike configs elsewhere in the study do not make the winner suspect."""
+        return self.winner[0] > 0 or self.other[0] > 0 or self.kin[0] > 0
 
 
 def rate_bound(collapsed: int, runs: int, confidence: float = RISK_CONFIDENCE) -> float:
@@ -151,9 +146,10 @@ def survives_collapses(low: float, risk: Risk, loss: float) -> bool:
     """Whether a clean gain whose interval starts at ``low`` stays a gain once failures count:
     ``low * (1 - p_w) - (p_w - p_o) * loss > 0``, ``p_w`` the winner config's own failure rate at its
     upper bound, ``p_o`` the other config's observed rate, ``loss`` what a failure costs (the other
-    side's clean mean above the majority rate). A study where no seed run failed keeps ``low > 0``:
-    the assumption left is that a config prone to fail shows it somewhere in the study's seed runs."""
-    if risk.winner[0] == 0 and risk.other[0] == 0 and risk.study[0] == 0:
+    side's clean mean above the majority rate), wherever a failure was seen near the winner (:attr:`Risk.near`).
+    Elsewhere ``low > 0``: the assumption left is that a config prone to fail shows it in its own runs, the other
+    side's or its kin's."""
+    if not risk.near:
         return low > 0
     p_w = rate_bound(*risk.winner)
     p_o = risk.other[0] / risk.other[1] if risk.other[1] else 0.0
@@ -203,12 +199,15 @@ class Row:
         }
 
 
-def collapsed_seeds(scores: dict[int, float], seeds: Sequence[int], floor: float) -> tuple[int, ...]:
-    """Seeds whose score is at or below ``floor`` (the failure line) or not finite (diverged)."""
+def collapsed_seeds(side: Contender, metric: str, seeds: Sequence[int], floor: float) -> tuple[int, ...]:
+    """Seeds whose run failed: degenerate as its trainer flagged it (``trainables.degenerate``), or, where it
+    recorded no flag, a ``metric`` score that is not finite or at or below ``floor`` (the majority rate)."""
     out = []
     for s in seeds:
-        v = scores.get(s, math.nan)
-        if not math.isfinite(v) or (math.isfinite(floor) and v <= floor):
+        v = side.test.get(metric, {}).get(s, math.nan)
+        flagged = side.degenerate.get(s)
+        fallback = math.isfinite(floor) and v <= floor + 1e-9
+        if not math.isfinite(v) or (flagged if flagged is not None else fallback):
             out.append(s)
     return tuple(out)
 
@@ -249,6 +248,7 @@ class Contender:
     test: dict[str, dict[int, float]] = field(default_factory=dict)  # metric -> seed -> test score
     checkpoints: dict[int, str] = field(default_factory=dict)  # seed -> checkpoint file (local or URI)
     trained: list[int] = field(default_factory=list)  # seeds this finalize trained (the rest: earlier finalizes)
+    degenerate: dict[int, bool] = field(default_factory=dict)  # seed -> its predictions constant (the trainer's flag)
 
 
 @dataclass(frozen=True)
@@ -322,11 +322,7 @@ def compare(
     limit = (floor or {}).get(top, math.nan)
     if mode == "min":
         limit = math.nan  # a floor is a score to stay above: it means nothing for a minimised metric
-    finals = [
-        v for side in (winner, other) for s in seeds if math.isfinite(v := side.test.get(top, {}).get(s, math.nan))
-    ]
-    line = failure_line(limit, float(np.median(finals)) if finals else math.nan)
-    gone = tuple(collapsed_seeds(side.test.get(top, {}), seeds, line) for side in (winner, other))
+    gone = tuple(collapsed_seeds(side, top, seeds, limit) for side in (winner, other))
     clean = [s for s in seeds if s not in gone[0] and s not in gone[1]]
     risk = risk.plus((len(gone[0]), len(seeds)), (len(gone[1]), len(seeds)))
     clean_other = stats.mean_std([other.test.get(top, {}).get(s, math.nan) for s in clean])[0]

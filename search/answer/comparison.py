@@ -162,11 +162,13 @@ class FinalResult:
         return [
             "",
             "Majority (a constant predictor, the floor any model must beat; each aspect's most frequent polarity, "
-            f"counted on the test rows it scores): {scores}. A final seed at or below the failure line on the "
-            "verdict's metric (the majority rate plus half of what the typical seed gains over it), or one "
-            "that diverged, failed: it is named, counted per side and left out of the paired test. Where any "
-            "seed run of the study failed (search or final), 'better' also needs the clean gain to outweigh "
-            "the multitask config's own failure rate, over its own seed runs, at its upper 97.5% bound.",
+            f"counted on the test rows it scores): {scores}. A final seed whose model is degenerate (its "
+            "predictions on the primary's dev rows are one answer per aspect, as the constant predictor's) or "
+            "diverged failed: it is named, counted per side and left out of the paired test. A seed that learned a "
+            "little is weak, not failed, and stays in. Where a failure was seen near the multitask config (its own "
+            "runs, the other side's, or configs with its auxiliary tasks or schema at a like lr), 'better' also "
+            "needs the clean gain to outweigh the multitask config's own failure rate, over its own seed runs, at "
+            "its upper 97.5% bound.",
         ]
 
     def looks(self) -> list[str]:
@@ -256,19 +258,26 @@ def claim_lines(claim: Claim, result: FinalResult) -> list[str]:
 
 def risk_sentence(claim: Claim) -> str:
     """What the study's failed runs let the verdict say about the multitask config's own failure rate."""
-    (w_failed, w_runs), (failed, runs) = claim.risk.winner, claim.risk.study
+    risk = claim.risk
+    (w_failed, w_runs), (failed, runs), (k_failed, k_runs) = risk.winner, risk.study, risk.kin
     if not w_runs:
         return ""
     bound = rate_bound(w_failed, w_runs)
-    if failed:
+    own = f"the multitask config failed on {w_failed} of its own {w_runs}, a failure rate of up to {bound:.0%}"
+    if risk.near:
         return (
-            f" {failed} of the study's {runs} seed runs failed; the multitask config failed on {w_failed} of its own "
-            f"{w_runs}, a failure rate of up to {bound:.0%} (97.5% bound), which a 'better' must outweigh."
+            f" {failed} of the study's {runs} seed runs failed, {k_failed} of {k_runs} among configs kin to the "
+            f"multitask one; {own} (97.5% bound), which a 'better' must outweigh."
         )
+    elsewhere = (
+        f"{failed} of the study's {runs} seed runs failed, none of its own, the other side's or its kin's "
+        f"({k_runs} runs)"
+        if failed
+        else f"No seed run of the study failed ({runs}, search and final)"
+    )
     return (
-        f" No seed run of the study failed ({runs}, search and final): the verdict assumes a config prone to "
-        f"fail would show it among them; the multitask config's own {w_runs} runs alone rule out only a failure rate "
-        f"above {bound:.0%}."
+        f" {elsewhere}: the verdict assumes a config prone to fail would show it there; the multitask config's own "
+        f"{w_runs} runs alone rule out only a failure rate above {bound:.0%}."
     )
 
 
@@ -304,7 +313,7 @@ def collapse_sentence(h: Row, k: int) -> str:
         return f"No final seed failed on either side (0 of {k})."
     sides = (("multitask", w), ("other", o))
     named = ", ".join(f"{side} {len(s)} of {k} (seeds {list_text(list(s))})" for side, s in sides if s)
-    return f"Failed seeds (at or below the failure line, or diverged): {named}; left out of the paired test."
+    return f"Failed seeds (a degenerate model, or diverged): {named}; left out of the paired test."
 
 
 def pp(x: float, signed_: bool = True) -> str:

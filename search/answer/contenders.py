@@ -11,15 +11,13 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
-from search.answer.claims import Contender, Risk, failure_line
+from search.answer.claims import Contender, Risk
 from search.tracking.outcome import COMPLETED
 from search.tracking.records import CONFIG_ARTIFACT
 from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical_key
 from trainables.config import ConfigError, TrainConfig
-from trainables.results import parse_seed_key
+from trainables.results import DEGENERATE_UNTIL, parse_seed_key, per_seed
 
 logger = logging.getLogger(__name__)
 
@@ -30,15 +28,22 @@ def choose(table: Sequence[TrialRecord], mode: str) -> tuple[TrialRecord, TrialR
     the best completed trial with at least one auxiliary task, and the best completed single-task
     trial (the baseline, or one whose lr and warm-up the search tuned): both had the search's tuning,
     and may differ in every setting it chose (claim (a) names them; claim (b), the ablation, isolates
-    the auxiliary tasks). Ties keep the table's order."""
-    done = [r for r in table if r.status == COMPLETED and math.isfinite(r.objective)]
+    the auxiliary tasks). A trial whose model is degenerate (:func:`is_degenerate`) is neither. Ties keep the
+    table's order."""
+    done = [r for r in table if r.status == COMPLETED and math.isfinite(r.objective) and not is_degenerate(r)]
     done.sort(key=lambda r: r.objective, reverse=(mode != "min"))  # stable, descending too
     alone = [r for r in done if r.single_task]
     if not alone:
-        raise ConfigError("the study has no completed single-task trial yet: continue it with --resume first")
+        raise ConfigError(
+            "the study has no completed single-task trial that learned (none, or every one predicts one answer): "
+            "continue it with --resume, or train longer or at another lr"
+        )
     multitask = [r for r in done if not r.single_task]
     if not multitask:
-        raise ConfigError("the study has no completed multitask trial yet: continue it with --resume first")
+        raise ConfigError(
+            "the study has no completed multitask trial that learned (none, or every one predicts one answer): "
+            "continue it with --resume, or train longer or at another lr"
+        )
     return multitask[0], alone[0]
 
 
@@ -50,38 +55,77 @@ def ablation_row(winner: TrialRecord, config: TrainConfig) -> TrialRecord:
     )
 
 
+def seed_failures(row: TrialRecord, floor: float) -> dict[int, bool]:
+    """``{seed: degenerate}`` of a run at its last report: the trainer's flag (``trainables.degenerate``: its
+    predictions constant), else, for a run that recorded none, a score that is not finite or no better than the
+    constant predictor (at or below ``floor``, the majority rate)."""
+    flags = row.degenerate_seeds()
+    out = {}
+    for seed, value in row.objective_seeds.items():
+        if seed in flags:
+            out[seed] = flags[seed] or not math.isfinite(value)
+        else:
+            out[seed] = not math.isfinite(value) or (math.isfinite(floor) and value <= floor + 1e-9)
+    return out
+
+
+def is_degenerate(row: TrialRecord) -> bool:
+    """Whether most of a trial's seeds ended degenerate (its trainer's flags): such a model learned nothing, and
+    is never a side of the final comparison, however its dev score ranks."""
+    flags = list(row.degenerate_seeds().values())
+    return bool(flags) and sum(flags) * 2 > len(flags)
+
+
+def transient_points(table: Sequence[TrialRecord]) -> float:
+    """The latest point at which a run of the study was degenerate and then learned (0: none seen): degenerate
+    there is no failure, only a late start. On the real-curve table 22% of runs predict one answer after epoch 1
+    of 3 and none after epoch 3 (benchmarks/README.md): a run stopped early says nothing of how it would end."""
+    latest = 0.0
+    for r in table:
+        until = per_seed(r.metrics, DEGENERATE_UNTIL)
+        for seed, failed in r.degenerate_seeds().items():
+            if not failed and until.get(seed, 0.0) > 0:
+                latest = max(latest, until[seed])
+    return latest
+
+
+def kin(a: TrialRecord, b: TrialRecord) -> bool:
+    """Configs alike in what makes a config prone to fail: the same auxiliary tasks or the same schema, at an lr
+    within a factor of 2 (where both record one). Failures of PoS cells say little of an SST-2 + Sentihood one."""
+    if a.key == b.key:
+        return False
+    alike = (a.auxiliary and a.auxiliary == b.auxiliary) or (a.schema and a.schema == b.schema)
+    close = not (math.isfinite(a.lr) and math.isfinite(b.lr) and a.lr > 0 and b.lr > 0) or (
+        abs(math.log(a.lr / b.lr)) <= math.log(KIN_LR_FACTOR) + 1e-9
+    )
+    return bool(alike and close)
+
+
+KIN_LR_FACTOR = 2.0
+
+
 def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, other_key: str) -> Risk:
-    """Failed seed runs of the search (:class:`~search.answer.claims.Risk`): of the winner's config and of the
-    other side's (every trial with its canonical key), and of the whole study. A run failed at or below the
-    failure line (:func:`~search.answer.claims.failure_line` from ``floor``, the dev majority rate, and the
-    median seed run *trained as long*) or not finite, at its trial's last report (a seed that never reported is
-    no run). Runs are measured against the median of their own budget (whole epochs trained): an early stopping
-    search stops most trials at a screen point, and one median over every budget would sit between the
-    screen's scores and the trained runs', moving with how many of each the study happened to hold."""
-    finite: dict[int, list[float]] = {}
+    """Failed seed runs of the search (:class:`~search.answer.claims.Risk`): of the winner's config, of the other
+    side's (every trial with its canonical key), of the configs kin to the winner's (:func:`kin`) and of the
+    whole study. A run failed where it ended degenerate (:func:`seed_failures`): at its trial's last report if
+    the trial completed; a run stopped early only where no run of the study was seen to learn after being
+    degenerate at that point or later (:func:`transient_points`). A weak run (it learned, a little) is no
+    failure: it loses on dev."""
+    late = transient_points(table)
+    winner = next((r for r in table if r.key == winner_key), None)
+    counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0], "kin": [0, 0]}
     for r in table:
-        finite.setdefault(r.epochs, []).extend(v for v in r.objective_seeds.values() if math.isfinite(v))
-    lines = {b: budget_line(floor, v) for b, v in finite.items()}
-    counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0]}
-    for r in table:
-        line = lines[r.epochs]
         owners = ["study"] + [
             side for side, key in (("winner", winner_key), ("other", other_key)) if key and r.key == key
         ]
-        for value in r.objective_seeds.values():
-            failed = math.isinf(value) or (math.isfinite(line) and value <= line)
+        if winner is not None and kin(r, winner):
+            owners.append("kin")
+        censored = r.status != COMPLETED and r.last_point <= late
+        for failed in seed_failures(r, floor).values():
             for owner in owners:
-                counts[owner][0] += failed
+                counts[owner][0] += failed and not censored
                 counts[owner][1] += 1
-    return Risk(*(tuple(counts[k]) for k in ("winner", "other", "study")))  # type: ignore[arg-type]
-
-
-def budget_line(floor: float, values: Sequence[float]) -> float:
-    """The failure line of the runs of one budget (``values``, finite): none (NaN) where their median is at or
-    below ``floor``: a run can lose no gain its budget's typical run has not made (a screen point a quarter into
-    epoch 1, where on real training every cell still scores the majority rate), only diverge."""
-    typical = float(np.median(values)) if len(values) else math.nan
-    return failure_line(floor, typical) if typical > floor + 1e-9 else math.nan  # a tie is no gain
+    return Risk(*(tuple(counts[k]) for k in ("winner", "other", "study", "kin")))  # type: ignore[arg-type]
 
 
 def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:
@@ -111,12 +155,14 @@ def primary_test_metrics(row: TrialRecord, primary: str) -> list[str]:
 def collect(contender: Contender, rows: Sequence[TrialRecord], primary: str, seeds: Sequence[int]) -> None:
     """Per-seed dev objective and test scores of ``rows`` (finalize's runs) for ``seeds`` only."""
     for row in rows:
-        metrics = primary_test_metrics(row, primary)
+        metrics, flags = primary_test_metrics(row, primary), row.degenerate_seeds()
         for seed, value in row.objective_seeds.items():
             tests = {m: row.seeded(f"{primary}/test/{m}").get(seed) for m in metrics}
             if seed not in seeds or seed in contender.dev or not metrics or any(v is None for v in tests.values()):
                 continue  # a final seed counts once, and only with every test score
             contender.dev[seed] = value
+            if seed in flags:
+                contender.degenerate[seed] = flags[seed]
             for m, v in tests.items():
                 contender.test.setdefault(m, {})[seed] = float(v)  # type: ignore[arg-type]
             if row.checkpoint:

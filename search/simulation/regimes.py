@@ -35,7 +35,7 @@ from search.answer.sequential import Design, default_max_seeds
 from search.tracking.outcome import COMPLETED
 from search.tracking.trial_record import TrialRecord
 from trainables.config import TrainConfig
-from trainables.results import seed_key
+from trainables.results import DEGENERATE, seed_key
 
 PRIMARY, METRIC = "semeval", "acc_4way"
 DEV = f"{PRIMARY}/dev/{METRIC}"  # the objective's metric: its seed mean is the objective
@@ -121,6 +121,10 @@ class World:
             return False
         return bool(self.rng.random() < sim.prone_share)
 
+    def failed(self, config: int, seeds: list[int]) -> dict[int, bool]:
+        """Which of ``seeds`` (scored already) failed in config ``config``: what its trainer would flag."""
+        return {s: self.luck[config, s][1] for s in seeds}
+
     def true(self, config: int) -> float:
         return BASE + self.sim.effect * self.multitask[config] + self.other[config]
 
@@ -138,8 +142,9 @@ class World:
         return self.true(config) + gain + luck + self.shared[seed] + self.rng.normal(0.0, sim.eval_sd)
 
 
-def trial_row(trial: int, multitask: bool, dev: dict[int, float]) -> TrialRecord:
-    """A completed trial as the trial table holds it (what ``choose`` reads)."""
+def trial_row(trial: int, multitask: bool, dev: dict[int, float], failed: dict[int, bool]) -> TrialRecord:
+    """A completed trial as the trial table holds it (what ``choose`` reads), with the trainer's degenerate flag
+    per seed where the regime failed it."""
     values = list(dev.values())
     return TrialRecord(
         run_id=f"t{trial:02d}",
@@ -152,15 +157,23 @@ def trial_row(trial: int, multitask: bool, dev: dict[int, float]) -> TrialRecord
         objective=float(np.mean(values)),
         objective_std=float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
         objective_metric=DEV,
-        metrics={seed_key(DEV, s): v for s, v in dev.items()},
+        metrics={seed_key(DEV, s): v for s, v in dev.items()} | flags(failed),
     )
+
+
+def flags(failed: dict[int, bool]) -> dict[str, float]:
+    """The trainer's per-seed degenerate flags (``trainables.degenerate``) as a record holds them."""
+    return {seed_key(DEGENERATE, s): float(f) for s, f in failed.items()}
 
 
 def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
     """One study through finalize's functions; each claim's verdicts at every look."""
     world = World(sim, rng)
     searched = list(range(1, sim.search_seeds + 1))
-    table = [trial_row(i, world.multitask[i], {s: world.score(i, s) for s in searched}) for i in range(sim.trials)]
+    table = [
+        trial_row(i, world.multitask[i], {s: world.score(i, s) for s in searched}, world.failed(i, searched))
+        for i in range(sim.trials)
+    ]
     winner_row, opponent_row = choose(table, "max")
     configs = {"winner": winner_row.number, "opponent": opponent_row.number}
     configs[ABLATION] = world.add_ablation(configs["winner"])
@@ -171,6 +184,7 @@ def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
         c = Contender(role, row, CONFIG)
         final = {seed_key(DEV, s): world.score(config, s) for s in seeds}  # dev before test: the draws' order
         final |= {seed_key(f"{PRIMARY}/test/{METRIC}", s): world.score(config, s) for s in seeds}
+        final |= flags(world.failed(config, seeds))
         collect(c, [TrialRecord(row.run_id, row.label, objective_metric=DEV, metrics=final)], PRIMARY, seeds)
         sides[role] = c
     design = Design(sim.max_seeds or default_max_seeds(sim.looks[0]))

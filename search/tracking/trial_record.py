@@ -19,7 +19,7 @@ from search.tracking.outcome import COMPLETED, FAILED, PRUNED, outcome_of
 from search.tracking.records import TrialParams
 from trainables.config import ConfigError
 from trainables.fidelity import SEED_COUNT
-from trainables.results import parse_seed_key, per_seed
+from trainables.results import DEGENERATE, parse_seed_key, per_seed
 from trainables.trial import TrialConfig
 
 RUNNING, INTERRUPTED = "running", "interrupted"  # a run's status tag before its end, or cut off with its study
@@ -101,11 +101,21 @@ class TrialRecord:
         return per_seed(self.metrics, name)
 
     @property
+    def last_point(self) -> float:
+        """Where it last reported, in epochs: its whole epochs, else the screen point inside the first."""
+        return float(self.epochs) or float(self.metrics.get(rec.SCREEN_EPOCH, self.metrics.get("epoch", 0.0)))
+
+    def degenerate_seeds(self) -> dict[int, bool]:
+        """``{seed: degenerate}`` at its last report, as the trainer read it off the predictions
+        (``trainables.degenerate``); empty where the run recorded no flag."""
+        return {s: v > 0 for s, v in per_seed(self.metrics, DEGENERATE).items()}
+
+    @property
     def seed_epochs(self) -> float:
         """The compute it spent: the point it last reported (its whole epochs, else the screen point inside the
         first) times the seeds it had there (``seeds/trained`` under a seed schedule, else every seed): a
         schedule's added seeds catch up, so that product is what they trained."""
-        point = float(self.epochs) or float(self.metrics.get(rec.SCREEN_EPOCH, self.metrics.get("epoch", 0.0)))
+        point = self.last_point
         seeds = self.metrics.get(SEED_COUNT) or len([s for s in self.seeds.split(",") if s]) or 1
         return point * float(seeds)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+import numpy as np
+
 from trainables.tasks.base import DataError, Task
 
 CONSTRUCTIONS = ("QA_B", "NLI_B", "QA_M", "NLI_M")
@@ -34,3 +36,13 @@ class AuxiliarySentenceTask(Task):
         # a group is one sentence's (or location's) aspects: B a row per (aspect, polarity), M per aspect
         self.group_size = len(self.aspects) * (len(self.polarities) if self.binary else 1)
         self.sentence_side = "b" if self.binary else "a"  # Sun et al.: B auxiliary first, M sentence first
+
+    def scores(self, probs: np.ndarray) -> np.ndarray:
+        """(groups, aspects, polarities): the per-aspect polarity scores the metrics read."""
+        raise NotImplementedError
+
+    def predicted(self, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each (group, aspect)'s polarity, as the metrics decode it, at its aspect's position."""
+        score = self.scores(probs)
+        labels = score.argmax(-1)
+        return labels.ravel(), np.broadcast_to(np.arange(score.shape[1]), labels.shape).ravel()

@@ -99,6 +99,14 @@ class Task(abc.ABC):
     def metrics(self, probs: np.ndarray, examples: Sequence[Example]) -> dict[str, float]:
         """Score ``probs`` (rows x classes, model order) against ``examples``' labels."""
 
+    def predicted(self, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The class each scored unit is given and its position within an evaluation group (the
+        evidence :mod:`trainables.degenerate` reads): by default a row's argmax at ``row % group_size``
+        (tagging: every word at position 0)."""
+        labels = np.asarray(probs).argmax(1)
+        positions = np.zeros(len(labels), int) if self.kind == "tagging" else np.arange(len(labels)) % self.group_size
+        return labels, positions
+
     def inputs(self, text: str) -> list[Example]:
         """The rows the model sees for one raw input, labels dummy (0)."""
         if self.kind == "tagging":

@@ -42,7 +42,7 @@ from search.simulation.truth.terms import (
 from trainables.config import ConfigError, TrainConfig
 from trainables.exposure import PRIMARY_PASSES, primary_passes
 from trainables.fidelity import epoch_value
-from trainables.results import aggregate, seed_values_kept
+from trainables.results import DEGENERATE, DEGENERATE_UNTIL, aggregate, seed_values_kept
 from trainables.rows import training_sizes
 from trainables.sampling import make_sampler
 
@@ -271,7 +271,19 @@ class Truth:
             for metric, base in self.tasks.get(name, {}).items():
                 for split in splits:
                     out[f"{name}/{split}/{metric}"] = self.score(config, key, seed, epoch, split, name, metric, base)
-        return out
+        return {**out, **self.degeneracy(config, key, seed, epoch)}
+
+    def degeneracy(self, config: TrainConfig, key: str, seed: int, epoch: float) -> dict[str, float]:
+        """What the real trainer reads off its predictions (``trainables.degenerate``), as this truth declares it:
+        a seed that failed (``[[collapse]]``) is degenerate at every point, one in a ``[[transient]]`` failure
+        until it recovers; every other seed learns."""
+        if self.failed_by(config, key, seed) is not None:
+            return {DEGENERATE: 1.0, DEGENERATE_UNTIL: float(epoch)}
+        recovers = next((t.until for t in self.transient if t.match.applies(config)), None)
+        down = self.transient_of(config, key, seed, min(epoch, recovers)) if recovers is not None else None
+        if down is None:
+            return {DEGENERATE: 0.0, DEGENERATE_UNTIL: 0.0}
+        return {DEGENERATE: float(epoch <= recovers), DEGENERATE_UNTIL: float(min(epoch, recovers))}
 
     def trial_metrics(
         self, config: TrainConfig, key: str, seeds: Sequence[int], epoch: float, objective: str

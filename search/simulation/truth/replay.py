@@ -36,7 +36,7 @@ from search.simulation.truth.table import Cell, CurveTable, TableError, cell_of,
 from spaces.canonical import config_label
 from trainables.config import TrainConfig
 from trainables.exposure import PRIMARY_PASSES
-from trainables.results import aggregate, seed_values_kept
+from trainables.results import DEGENERATE, DEGENERATE_UNTIL, aggregate, seed_values_kept
 
 Key = tuple[Any, ...]  # Cell.key
 SECONDS = "train/seconds"  # what the trainer reports: the seconds of the epoch the point falls in, up to it
@@ -148,6 +148,7 @@ class TableTruth:
         scores test."""
         row = self.row(config, seed, epoch)
         out = {k: v for k, v in row.items() if "/dev/" in k and math.isfinite(v)}
+        out.update(self.degeneracy(config, seed, epoch))
         # the table's seconds are cumulative; the trainer reports those of the epoch the point falls in
         before = self.row(config, seed, math.ceil(epoch) - 1)["seconds"] if epoch > 1 else 0.0
         out[SECONDS] = row["seconds"] - before
@@ -155,6 +156,22 @@ class TableTruth:
             prefix = f"{self.primary}/dev/"
             out.update({f"{self.primary}/test/{k[len(prefix) :]}": v for k, v in out.items() if k.startswith(prefix)})
         return out
+
+    def degenerate_at(self, config: TrainConfig, seed: int, point: float) -> bool:
+        """Whether the run replayed is degenerate at ``point``: the table's ``degenerate`` column where it has
+        one (the trainer's flag, 1.0), else no better than the constant predictor on the objective (at or below
+        the majority rate: a table trained before the flag was recorded), or a score that is not finite."""
+        row = self.row(config, seed, point)
+        if DEGENERATE in row and math.isfinite(row[DEGENERATE]):
+            return row[DEGENERATE] > 0
+        metric = str(self.table.meta["metric"])
+        value, floor = row.get(f"{self.primary}/dev/{metric}", math.nan), self.majority.get(metric, math.nan)
+        return not math.isfinite(value) or (math.isfinite(floor) and value <= floor + 1e-9)
+
+    def degeneracy(self, config: TrainConfig, seed: int, point: float) -> dict[str, float]:
+        """The trainer's two flags at ``point``: degenerate there, and the last point up to it that was."""
+        until = max((p for p in self.points if p <= point and self.degenerate_at(config, seed, p)), default=0.0)
+        return {DEGENERATE: float(self.degenerate_at(config, seed, point)), DEGENERATE_UNTIL: float(until)}
 
     def trial_metrics(
         self, config: TrainConfig, key: str, seeds: Sequence[int], epoch: float, objective: str

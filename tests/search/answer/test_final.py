@@ -139,40 +139,83 @@ def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
     assert worse[0].verdict == WORSE and math.isclose(worse[0].diff.mean, -rows[0].diff.mean)
 
 
-def test_search_risk_counts_failed_runs_per_config_and_study():
+def flagged(record, degenerate, until=None):
+    """``record`` with the trainer's per-seed flags: degenerate at its last report, and the last point it was."""
+    from dataclasses import replace
+
+    metrics = dict(record.metrics) | {f"degenerate/seed{s}": float(d) for s, d in enumerate(degenerate, 1)}
+    metrics |= {f"degenerate_until/seed{s}": float(u) for s, u in enumerate(until or (), 1)}
+    return replace(record, metrics=metrics)
+
+
+def test_search_risk_counts_degenerate_runs_not_weak_ones():
     from search.answer.claims import Risk
     from search.answer.contenders import search_risk
 
     table = [
-        row("t00 baseline", "completed", 0.70, True, (0.69, 0.58)),  # one single-task run at the floor
+        row("t00 baseline", "completed", 0.70, True, (0.69, 0.58)),  # no flags: at the floor is degenerate
         row("t01 sst2 sqrt", "completed", 0.74, False, (0.57, math.inf)),  # below it, and one diverged
         row("t02 pos square", "pruned", 0.60, False, (0.70, math.nan)),  # seed 2 never reported
-        row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.61)),  # 0.61: lost most of its gain, failed
+        flagged(row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.61)), (0, 0)),  # 0.61 learned a little: weak
     ]
-    # median finite run 0.65: the failure line is 0.58 + (0.65 - 0.58) / 2 = 0.615
-    assert search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline") == Risk((2, 2), (1, 2), (4, 7))
-    assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((1, 2), (0, 0), (4, 7))  # "": no trial of it
-    assert search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 7))
+    assert search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline") == Risk((2, 2), (1, 2), (3, 7), (0, 3))
+    assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((0, 2), (0, 0), (3, 7), (2, 3))  # "": no trial
+    # without a floor, only the diverged run fails where no flag says more
+    assert search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 7), (0, 3))
+    # the trainer's flag decides where there is one: a run at 0.70 whose predictions are constant failed
+    table[3] = flagged(row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.70)), (0, 1))
+    assert search_risk(table, 0.58, "t03 pos sqrt", "").winner == (1, 2)
 
 
-def test_a_run_is_measured_against_runs_trained_as_long():
+def test_failures_of_unlike_configs_do_not_make_the_winner_suspect():
     from dataclasses import replace
 
-    from search.answer.claims import Risk
+    from search.answer.contenders import kin, search_risk
+
+    table = [
+        replace(flagged(row("t00 baseline", "completed", 0.70, True, (0.70,)), (0,)), schema="single", lr=2e-5),
+        replace(flagged(row("t01 sst2+sentihood sqrt", "completed", 0.74, False, (0.74,), aux="sst2+sentihood"), (0,)),
+                schema="sqrt", lr=2e-5),
+        replace(flagged(row("t02 pos square", "completed", 0.63, False, (0.63,), aux="pos"), (1,)),
+                schema="square", lr=2e-5),
+        replace(flagged(row("t03 pos sqrt", "completed", 0.64, False, (0.64,), aux="pos"), (1,)),
+                schema="sqrt", lr=9e-5),  # the winner's schema, at 4.5 times its lr
+    ]  # fmt: skip
+    risk = search_risk(table, 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
+    assert risk.study == (2, 4) and risk.kin == (0, 0) and not risk.near
+    assert kin(table[3], replace(table[1], lr=6e-5))  # within a factor of 2: kin, and its failure is near
+    near = search_risk([*table[:3], replace(table[3], lr=4e-5)], 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
+    assert near.kin == (1, 1) and near.near
+
+
+def test_a_run_stopped_while_degenerate_is_no_failure_where_runs_were_seen_to_recover():
+    from dataclasses import replace
+
     from search.answer.contenders import search_risk
 
-    screened = [replace(row(f"t0{i} pos rr", "pruned", 0.63, False, (0.62, 0.64)), epochs=0) for i in range(1, 4)]
-    trained = [
-        replace(row("t00 baseline", "completed", 0.85, True, (0.85, 0.86)), epochs=4),
-        replace(row("t04 sst2 sqrt", "completed", 0.78, False, (0.86, 0.70)), epochs=4),
+    stopped = replace(flagged(row("t02 pos rr", "pruned", 0.60, False, (0.60,)), (1,), (1.0,)), epochs=1)
+    done = [
+        flagged(row("t00 baseline", "completed", 0.70, True, (0.70,)), (0,), (0.0,)),
+        flagged(row("t01 sst2 sqrt", "completed", 0.74, False, (0.74,)), (0,), (0.0,)),
     ]
-    # trained median 0.855: line 0.7175, so 0.70 failed; the screen's median 0.63 gives its runs 0.605;
-    # one median over both budgets (0.64, line 0.61) would have passed the trained run at 0.70
-    assert search_risk(screened + trained, 0.58, "t04 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 10))
-    # a screen where the typical run still scores the majority rate: its runs at it lost nothing; a diverged one failed
-    early = [replace(row(f"t0{i} pos rr", "pruned", 0.58, False, (0.58, 0.58)), epochs=0) for i in range(1, 4)]
-    early.append(replace(row("t05 pos sqrt", "pruned", 0.58, False, (0.58, math.inf)), epochs=0))
-    assert search_risk(early + trained, 0.58, "t05 pos sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (2, 12))
+    assert search_risk([*done, stopped], 0.58, "t02 pos rr", "").winner == (1, 1)  # no run seen to recover: failed
+    # the baseline predicted one answer after epoch 1 and learned by its end: degenerate at epoch 1 is a late start
+    done[0] = flagged(done[0], (0,), (1.0,))
+    assert search_risk([*done, stopped], 0.58, "t02 pos rr", "").winner == (0, 1)
+    # a completed run that ends degenerate failed, whatever recovered elsewhere
+    ended = replace(flagged(row("t03 pos sqrt", "completed", 0.60, False, (0.60,)), (1,), (3.0,)), epochs=3)
+    assert search_risk([*done, ended], 0.58, "t03 pos sqrt", "").winner == (1, 1)
+
+
+def test_a_degenerate_trial_is_never_a_side():
+    from search.answer.contenders import choose
+
+    table = [
+        flagged(row("t00 baseline", "completed", 0.70, True, (0.70,)), (0,)),
+        flagged(row("t01 pos sequential", "completed", 0.80, False, (0.80,)), (1,)),  # the best dev, one answer
+        flagged(row("t02 sst2 sqrt", "completed", 0.74, False, (0.74,)), (0,)),
+    ]
+    assert [r.label for r in choose(table, "max")] == ["t02 sst2 sqrt", "t00 baseline"]
 
 
 def test_the_answer_becomes_the_study_runs_description_within_mlflows_limit(tmp_path):
