@@ -90,11 +90,12 @@ def transient_points(table: Sequence[TrialRecord]) -> float:
 
 
 def kin(a: TrialRecord, b: TrialRecord) -> bool:
-    """Configs alike in what makes a config prone to fail: the same auxiliary tasks or the same schema, at an lr
-    within a factor of 2 (where both record one). Failures of PoS cells say little of an SST-2 + Sentihood one."""
+    """Configs alike in what makes a config prone to fail: an auxiliary task in common or the same schema, at an
+    lr within a factor of 2 (where both record one). Failures of PoS cells say little of an SST-2 + Sentihood one."""
     if a.key == b.key:
         return False
-    alike = (a.auxiliary and a.auxiliary == b.auxiliary) or (a.schema and a.schema == b.schema)
+    tasks = set(a.auxiliary.split("+")) & set(b.auxiliary.split("+")) - {"", "none"}
+    alike = bool(tasks) or (a.schema and a.schema == b.schema)
     close = not (math.isfinite(a.lr) and math.isfinite(b.lr) and a.lr > 0 and b.lr > 0) or (
         abs(math.log(a.lr / b.lr)) <= math.log(KIN_LR_FACTOR) + 1e-9
     )
