@@ -33,7 +33,7 @@ from trainables.inference import predict_probs
 from trainables.model import MultitaskModel, build_model, load_tokenizer
 from trainables.precision import configure_cuda_math, padding_multiple, resolve_precision
 from trainables.prepare import TaskData, check_distinct_names, prepare_data
-from trainables.results import DEGENERATE, DEGENERATE_UNTIL
+from trainables.results import DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL
 from trainables.sampling import make_sampler, steps_per_epoch
 from trainables.strategy import Strategy
 from trainables.tasks import Example
@@ -114,6 +114,7 @@ class Trainer:
         self.finished = Partial()  # the last whole epoch's
         self.primary_batches = 0  # the primary's micro-batches trained so far (its exposure: primary_passes)
         self.degenerate_until = 0.0  # the last point whose primary dev predictions were constant (0: none)
+        self.learned_until = 0.0  # the last point whose primary dev predictions were not (0: none)
         # Each run owns its torch RNG (dropout), so several seeds can interleave epochs in one
         # process and each still matches its standalone run. On CUDA only its own device's
         # generator: a resumed trial may see fewer GPUs, and a CPU run creates no CUDA context.
@@ -374,7 +375,10 @@ class Trainer:
         degenerate = is_degenerate(*task.predicted(probs)) or not np.isfinite(probs).all()
         if degenerate:
             self.degenerate_until = float(point)
-        return {**out, DEGENERATE: float(degenerate), DEGENERATE_UNTIL: self.degenerate_until}
+        else:
+            self.learned_until = float(point)
+        flags = {DEGENERATE: float(degenerate), DEGENERATE_UNTIL: self.degenerate_until}
+        return {**out, **flags, LEARNED_UNTIL: self.learned_until}
 
     def _scores(self, name: str, split: str, data: Encoded, examples: Sequence[Example]) -> dict[str, float]:
         task = self.data[name].task
@@ -398,6 +402,7 @@ class Trainer:
             "strategy": self.strategy.state_dict(),  # empty unless a strategy learns or draws
             "primary_batches": self.primary_batches,
             "degenerate_until": self.degenerate_until,
+            "learned_until": self.learned_until,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -422,6 +427,7 @@ class Trainer:
         # a checkpoint from before exposure was counted: the expected count at its position
         self.primary_batches = int(state.get("primary_batches", round(self.expected_primary_batches())))
         self.degenerate_until = float(state.get("degenerate_until", 0.0))
+        self.learned_until = float(state.get("learned_until", 0.0))
 
     def expected_primary_batches(self) -> float:
         sizes = {n: len(self.data[n].train) for n in self.names}

@@ -14,10 +14,12 @@ import numpy as np
 
 DIVERGED = "diverged"  # result key: 1.0 on the final result of a trial whose loss became NaN
 FAILURE_REASON = "failure_reason"  # result key beside it: why
-# per seed at every report: 1.0 where the primary's dev predictions are constant (trainables.degenerate), and
-# the last point at which they were (0.0: never), so a run trained on shows whether it recovered from there
+# per seed at every report: 1.0 where the primary's dev predictions are constant (trainables.degenerate), the
+# last point at which they were (0.0: never), so a run trained on shows whether it recovered from there, and the
+# last point at which they were not (0.0: never), so a run stopped while degenerate shows whether it had learned
 DEGENERATE = "degenerate"
 DEGENERATE_UNTIL = "degenerate_until"
+LEARNED_UNTIL = "learned_until"
 
 _SEED_KEY = re.compile(r"^(?P<name>.+)/seed(?P<seed>\d+)$")
 
@@ -72,6 +74,6 @@ def seed_values_kept(key: str, primary: str, objective: str) -> bool:
     the rest (losses, task distributions) would bury them in the tracker's columns."""
     return (
         key.startswith((f"{primary}/dev/", f"{primary}/test/"))
-        or key in (DEGENERATE, DEGENERATE_UNTIL)
+        or key in (DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL)
         or f"{key}/mean" == objective
     )

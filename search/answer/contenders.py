@@ -17,7 +17,7 @@ from search.tracking.records import CONFIG_ARTIFACT
 from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical_key
 from trainables.config import ConfigError, TrainConfig
-from trainables.results import DEGENERATE_UNTIL, parse_seed_key, per_seed
+from trainables.results import DEGENERATE_UNTIL, LEARNED_UNTIL, parse_seed_key, per_seed
 
 logger = logging.getLogger(__name__)
 
@@ -109,9 +109,11 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     """Failed seed runs of the search (:class:`~search.answer.claims.Risk`): of the winner's config, of the other
     side's (every trial with its canonical key), of the configs kin to the winner's (:func:`kin`) and of the
     whole study. A run failed where it ended degenerate (:func:`seed_failures`): at its trial's last report if
-    the trial completed; a run stopped early only where no run of the study was seen to learn after being
-    degenerate at that point or later (:func:`transient_points`). A weak run (it learned, a little) is no
-    failure: it loses on dev."""
+    the trial completed; a run stopped early only where it never learned (a run that learned and then fell to
+    a constant answer before its stop has not shown how it ends: on the real-curve table every run at the
+    majority rate after epoch 2 of 3 had beaten it before, and beat it again after epoch 3) and no run of the
+    study was seen to learn after being degenerate at its stop point or later (:func:`transient_points`). A
+    weak run (it learned, a little) is no failure: it loses on dev."""
     late = transient_points(table)
     winner = next((r for r in table if r.key == winner_key), None)
     counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0], "kin": [0, 0]}
@@ -121,8 +123,9 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
         ]
         if winner is not None and kin(r, winner):
             owners.append("kin")
-        censored = r.status != COMPLETED and r.last_point <= late
-        for failed in seed_failures(r, floor).values():
+        stopped, learned = r.status != COMPLETED, per_seed(r.metrics, LEARNED_UNTIL)
+        for seed, failed in seed_failures(r, floor).items():
+            censored = stopped and (r.last_point <= late or learned.get(seed, 0.0) > 0)
             for owner in owners:
                 counts[owner][0] += failed and not censored
                 counts[owner][1] += 1

@@ -7,6 +7,7 @@ far), ``trial_id`` and ``done``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from search.simulation.truth.model import Truth
@@ -34,10 +35,12 @@ def epoch_result(
     objective: str,
     trial_id: str,
     iteration: int,
+    points: Sequence[float] | None = None,
 ) -> dict[str, Any]:
     """What Tune's scheduler and searcher receive after epoch ``epoch`` (1-based; 0.5: a screen point) of
-    ``seeds``, the trial's ``iteration``-th result (Tune's ``training_iteration``: one more after a screen)."""
-    metrics: dict[str, Any] = truth.trial_metrics(config, key, seeds, epoch, objective)
+    ``seeds``, the trial's ``iteration``-th result (Tune's ``training_iteration``: one more after a screen);
+    ``points``: where the trial reports."""
+    metrics: dict[str, Any] = truth.trial_metrics(config, key, seeds, epoch, objective, points)
     metrics.update(epoch=epoch_value(epoch), **PLACEMENT)
     metrics.update(training_iteration=iteration, trial_id=trial_id, done=False)
     return metrics

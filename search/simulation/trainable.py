@@ -55,7 +55,7 @@ def simulated_trainable(config: dict[str, Any], truth: str = "", metric: str | N
         # the point's training, and the added seeds' catch-up to the point before it, unreported
         time.sleep(model.sleep_s(n) * (epoch - before) + model.sleep_s(n - trained) * before)
         trained = n
-        metrics: dict[str, Any] = model.trial_metrics(base, key, seeds[:trained], epoch, objective)
+        metrics: dict[str, Any] = model.trial_metrics(base, key, seeds[:trained], epoch, objective, points)
         metrics.update(epoch=epoch_value(epoch), **where)
         if trial.fidelity is not None:
             metrics[SEED_COUNT] = trained

@@ -30,6 +30,21 @@ def test_run_reports_every_epoch_with_distribution(tiny_bert):
     assert {"semeval/test/acc_4way", "sst2/test/acc", "pos/test/token_acc"} <= set(last)
 
 
+def test_a_run_reports_when_its_predictions_were_last_constant_and_last_not(tiny_bert, monkeypatch, tmp_path):
+    from trainables.results import DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL
+
+    constant = iter([False, True, True])  # learned after epoch 1, one answer after epochs 2 and 3
+    monkeypatch.setattr("trainables.loop.is_degenerate", lambda *predicted: next(constant))
+    first = Trainer(tiny_config(tiny_bert, epochs=3))
+    reports = [first.run_epoch()]
+    first.save(tmp_path / "ckpt.pt")  # the flags survive a checkpoint
+    second = Trainer(tiny_config(tiny_bert, epochs=3))
+    second.load(tmp_path / "ckpt.pt")
+    reports += [second.run_epoch(), second.run_epoch()]
+    flags = [[r[k] for k in (DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL)] for r in reports]
+    assert flags == [[0, 0, 1], [1, 2, 1], [1, 3, 1]]
+
+
 def test_loss_falls_on_a_tiny_model(tiny_bert):
     config = tiny_config(tiny_bert, tasks=("sst2",), primary="sst2", epochs=4, max_train_examples=64, lr=3e-3)
     losses = [e["train/loss"] for e in train(config)]

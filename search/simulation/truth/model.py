@@ -42,7 +42,7 @@ from search.simulation.truth.terms import (
 from trainables.config import ConfigError, TrainConfig
 from trainables.exposure import PRIMARY_PASSES, primary_passes
 from trainables.fidelity import epoch_value
-from trainables.results import DEGENERATE, DEGENERATE_UNTIL, aggregate, seed_values_kept
+from trainables.results import DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL, aggregate, seed_values_kept
 from trainables.rows import training_sizes
 from trainables.sampling import make_sampler
 
@@ -276,20 +276,32 @@ class Truth:
     def degeneracy(self, config: TrainConfig, key: str, seed: int, epoch: float) -> dict[str, float]:
         """What the real trainer reads off its predictions (``trainables.degenerate``), as this truth declares it:
         a seed that failed (``[[collapse]]``) is degenerate at every point, one in a ``[[transient]]`` failure
-        until it recovers; every other seed learns."""
+        until it recovers (and has learned from then on); every other seed learns."""
         if self.failed_by(config, key, seed) is not None:
-            return {DEGENERATE: 1.0, DEGENERATE_UNTIL: float(epoch)}
+            return {DEGENERATE: 1.0, DEGENERATE_UNTIL: float(epoch), LEARNED_UNTIL: 0.0}
         recovers = next((t.until for t in self.transient if t.match.applies(config)), None)
         down = self.transient_of(config, key, seed, min(epoch, recovers)) if recovers is not None else None
         if down is None:
-            return {DEGENERATE: 0.0, DEGENERATE_UNTIL: 0.0}
-        return {DEGENERATE: float(epoch <= recovers), DEGENERATE_UNTIL: float(min(epoch, recovers))}
+            return {DEGENERATE: 0.0, DEGENERATE_UNTIL: 0.0, LEARNED_UNTIL: float(epoch)}
+        degenerate = epoch <= recovers
+        return {
+            DEGENERATE: float(degenerate),
+            DEGENERATE_UNTIL: float(min(epoch, recovers)),
+            LEARNED_UNTIL: 0.0 if degenerate else float(epoch),
+        }
 
     def trial_metrics(
-        self, config: TrainConfig, key: str, seeds: Sequence[int], epoch: float, objective: str
+        self,
+        config: TrainConfig,
+        key: str,
+        seeds: Sequence[int],
+        epoch: float,
+        objective: str,
+        points: Sequence[float] | None = None,
     ) -> dict[str, float]:
         """A trial's report of ``epoch`` over ``seeds``, as ``trainables.tune`` aggregates it: every
-        metric's seed mean and std, per-seed values of the primary's scores and of ``objective``."""
+        metric's seed mean and std, per-seed values of the primary's scores and of ``objective``. ``points``
+        (where the trial reports) changes nothing: this truth declares its flags at every point."""
         primary = task_name(config.primary)
         per_seed = [self.epoch_metrics(config, key, s, epoch) for s in seeds]
         # the exposure is the trial's, as the real trainable reports it: one value beside ``epoch``

@@ -36,7 +36,7 @@ from search.simulation.truth.table import Cell, CurveTable, TableError, cell_of,
 from spaces.canonical import config_label
 from trainables.config import TrainConfig
 from trainables.exposure import PRIMARY_PASSES
-from trainables.results import DEGENERATE, DEGENERATE_UNTIL, aggregate, seed_values_kept
+from trainables.results import DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL, aggregate, seed_values_kept
 
 Key = tuple[Any, ...]  # Cell.key
 SECONDS = "train/seconds"  # what the trainer reports: the seconds of the epoch the point falls in, up to it
@@ -142,13 +142,15 @@ class TableTruth:
         return found
 
     # -- what a trial reports -----------------------------------------------------
-    def epoch_metrics(self, config: TrainConfig, key: str, seed: int, epoch: float) -> dict[str, float]:
+    def epoch_metrics(
+        self, config: TrainConfig, key: str, seed: int, epoch: float, points: Sequence[float] | None = None
+    ) -> dict[str, float]:
         """One seed's metrics at ``epoch`` (0.25: a screen point) under the trainer's keys: every dev score the
         table holds for the cell, ``train/seconds``, and test (= dev) after the last epoch of a config that
-        scores test."""
+        scores test; ``points``: where the trial reports (:meth:`degeneracy`)."""
         row = self.row(config, seed, epoch)
         out = {k: v for k, v in row.items() if "/dev/" in k and math.isfinite(v)}
-        out.update(self.degeneracy(config, seed, epoch))
+        out.update(self.degeneracy(config, seed, epoch, points))
         # the table's seconds are cumulative; the trainer reports those of the epoch the point falls in
         before = self.row(config, seed, math.ceil(epoch) - 1)["seconds"] if epoch > 1 else 0.0
         out[SECONDS] = row["seconds"] - before
@@ -168,18 +170,37 @@ class TableTruth:
         value, floor = row.get(f"{self.primary}/dev/{metric}", math.nan), self.majority.get(metric, math.nan)
         return not math.isfinite(value) or (math.isfinite(floor) and value <= floor + 1e-9)
 
-    def degeneracy(self, config: TrainConfig, seed: int, point: float) -> dict[str, float]:
-        """The trainer's two flags at ``point``: degenerate there, and the last point up to it that was."""
-        until = max((p for p in self.points if p <= point and self.degenerate_at(config, seed, p)), default=0.0)
-        return {DEGENERATE: float(self.degenerate_at(config, seed, point)), DEGENERATE_UNTIL: float(until)}
+    def degeneracy(
+        self, config: TrainConfig, seed: int, point: float, points: Sequence[float] | None = None
+    ) -> dict[str, float]:
+        """The trainer's three flags at ``point``: degenerate there, the last point up to it that was, and the last
+        that was not, over the points the trial reported up to ``point`` (``points``, its screen and epochs, as
+        the trainer saw them; None: the table's whole epochs, which every trial reports)."""
+        before = self.points if points is None else points
+        reported = [p for p in before if p < point and (points is not None or p == int(p))] + [point]
+        seen = {p: self.degenerate_at(config, seed, p) for p in reported}
+        until = max((p for p, d in seen.items() if d), default=0.0)
+        learned = max((p for p, d in seen.items() if not d), default=0.0)
+        return {
+            DEGENERATE: float(self.degenerate_at(config, seed, point)),
+            DEGENERATE_UNTIL: float(until),
+            LEARNED_UNTIL: float(learned),
+        }
 
     def trial_metrics(
-        self, config: TrainConfig, key: str, seeds: Sequence[int], epoch: float, objective: str
+        self,
+        config: TrainConfig,
+        key: str,
+        seeds: Sequence[int],
+        epoch: float,
+        objective: str,
+        points: Sequence[float] | None = None,
     ) -> dict[str, float]:
         """A trial's report of ``epoch`` over ``seeds``, as ``trainables.tune`` aggregates it (seed means and
         stds, per-seed values of the primary's scores and of ``objective``), and beside them one
-        ``primary_passes``, the seeds' mean (left out where the table did not record it)."""
-        per_seed = [self.epoch_metrics(config, key, s, epoch) for s in seeds]
+        ``primary_passes``, the seeds' mean (left out where the table did not record it); ``points``: where
+        the trial reports (:meth:`degeneracy`)."""
+        per_seed = [self.epoch_metrics(config, key, s, epoch, points) for s in seeds]
         out = aggregate(per_seed, seeds, lambda k: seed_values_kept(k, self.primary, objective))
         passes = [self.row(config, s, epoch)[PRIMARY_PASSES] for s in seeds]
         if passes and all(math.isfinite(p) for p in passes):

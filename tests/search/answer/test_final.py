@@ -139,12 +139,14 @@ def test_compare_pairs_fresh_seeds_and_gives_one_verdict():
     assert worse[0].verdict == WORSE and math.isclose(worse[0].diff.mean, -rows[0].diff.mean)
 
 
-def flagged(record, degenerate, until=None):
-    """``record`` with the trainer's per-seed flags: degenerate at its last report, and the last point it was."""
+def flagged(record, degenerate, until=None, learned=None):
+    """``record`` with the trainer's per-seed flags: degenerate at its last report, the last point it was, and
+    the last point it was not."""
     from dataclasses import replace
 
     metrics = dict(record.metrics) | {f"degenerate/seed{s}": float(d) for s, d in enumerate(degenerate, 1)}
     metrics |= {f"degenerate_until/seed{s}": float(u) for s, u in enumerate(until or (), 1)}
+    metrics |= {f"learned_until/seed{s}": float(u) for s, u in enumerate(learned or (), 1)}
     return replace(record, metrics=metrics)
 
 
@@ -205,6 +207,22 @@ def test_a_run_stopped_while_degenerate_is_no_failure_where_runs_were_seen_to_re
     # a completed run that ends degenerate failed, whatever recovered elsewhere
     ended = replace(flagged(row("t03 pos sqrt", "completed", 0.60, False, (0.60,)), (1,), (3.0,)), epochs=3)
     assert search_risk([*done, ended], 0.58, "t03 pos sqrt", "").winner == (1, 1)
+
+
+def test_a_run_stopped_after_it_learned_and_fell_back_is_no_failure_but_one_that_never_learned_is():
+    from dataclasses import replace
+
+    from search.answer.contenders import search_risk
+
+    done = [flagged(row("t00 baseline", "completed", 0.70, True, (0.70,)), (0,), (0.0,), (3.0,))]
+    # two seeds stopped at epoch 2, both degenerate there, nothing seen to recover at 2 or later: seed 1 had
+    # learned at its screen point (it has not shown how it ends), seed 2 never had
+    stopped = flagged(row("t01 pos rr", "pruned", 0.60, False, (0.60, 0.60)), (1, 1), (2.0, 2.0), (0.3, 0.0))
+    risk = search_risk([*done, replace(stopped, epochs=2)], 0.58, "t01 pos rr", "")
+    assert risk.winner == (1, 2)
+    # a completed run that learned and ends degenerate failed: it has shown how it ends
+    ended = flagged(row("t02 pos sqrt", "completed", 0.60, False, (0.60,)), (1,), (3.0,), (2.0,))
+    assert search_risk([*done, replace(ended, epochs=3)], 0.58, "t02 pos sqrt", "").winner == (1, 1)
 
 
 def test_a_degenerate_trial_is_never_a_side():

@@ -14,6 +14,7 @@ import pytest
 from search.simulation.truth import TruthError, load_truth, resolve_truth
 from trainables.config import SamplingConfig, TrainConfig
 from trainables.exposure import PRIMARY_PASSES, primary_passes
+from trainables.results import DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL
 from trainables.rows import training_sizes
 
 SIZES = "[sizes]\nsemeval = 100\nsst2 = 300\npos = 200\n"
@@ -21,6 +22,7 @@ SIZES = "[sizes]\nsemeval = 100\nsst2 = 300\npos = 200\n"
 PASSES = '[learning]\nunit = "passes"\npasses = [0.5, 1.0, 2.0]\ndeficit = [0.04, 0.02, 0.0]\n'
 QUIET = "[noise]\nseed_sd = 0.0\neval_sd = 0.0\n[majority]\nacc_4way = 0.5\n"
 OBJECTIVE = "semeval/dev/acc_4way/mean"
+FLAGS = (DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL)
 
 
 def truth_file(tmp_path: Path, text: str) -> str:
@@ -166,6 +168,11 @@ def test_a_transient_failure_scores_under_the_majority_until_it_recovers(tmp_pat
     assert truth.true_score(prop, "acc_4way") == pytest.approx(0.8)  # it recovers: not in the true score
     seeds = [truth.transient_of(prop, "k0", s, 1) is not None for s in range(400)]
     assert abs(np.mean(seeds) - 0.25) < 0.06  # a draw per seed of a config, not per config
+    # the trainer's flags: degenerate up to ``until`` and never learned there, learned from then on
+    flags = [[truth.degeneracy(prop, failed[0], 1, e)[k] for k in FLAGS] for e in (0.5, 1, 2, 3)]
+    assert flags == [[1, 0.5, 0], [1, 1, 0], [0, 1, 2], [0, 1, 3]]
+    learner = next(k for k in keys if k not in failed)
+    assert [truth.degeneracy(prop, learner, 1, 2)[k] for k in FLAGS] == [0, 0, 2]
 
 
 @pytest.mark.parametrize(

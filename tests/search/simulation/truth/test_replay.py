@@ -214,3 +214,25 @@ def test_a_replayed_grid_and_screen_select_the_tables_best_cell(truth):
         chosen = next(t for t in study.trials if t.trial_id == pick.trial_id)
         assert truth.cell(chosen.trial_config.training()) == truth.best_cell()
         assert pick.true == pytest.approx(score(BEST, 2, 3, 3))
+
+
+def test_the_replayed_flags_are_the_trainers_over_the_points_the_trial_reports(tmp_path, monkeypatch):
+    from trainables.results import DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL
+
+    dips = {0.25: 0.70, 1.0: 0.55, 2.0: 0.58, 3.0: 0.72}  # learned at the screen, at or below 0.58 at 1 and 2
+
+    def dipping(i, seed, point, epochs, plain=score):
+        return dips[point] if (i, seed) == (BEST, 1) else plain(i, seed, point, epochs)
+
+    monkeypatch.setattr(f"{__name__}.score", dipping)
+    truth = load_truth(resolve_truth(grid_table(tmp_path / "dips.parquet")))
+    config, flags = grid_configs()[BEST], (DEGENERATE, DEGENERATE_UNTIL, LEARNED_UNTIL)
+    with_screen = (0.25, 1.0, 2.0, 3.0)
+    at = {p: [truth.degeneracy(config, 1, p, with_screen)[k] for k in flags] for p in with_screen}
+    assert at == {0.25: [0, 0, 0.25], 1.0: [1, 1, 0.25], 2.0: [1, 2, 0.25], 3.0: [0, 2, 3]}
+    # a trial that reports no screen point has never been seen to learn before epoch 3
+    assert [truth.degeneracy(config, 1, 2.0, (1.0, 2.0, 3.0))[k] for k in flags] == [1, 2, 0]
+    assert truth.degeneracy(config, 1, 2.0) == truth.degeneracy(config, 1, 2.0, (1.0, 2.0, 3.0))  # the default
+    assert [truth.degeneracy(config, 2, 2.0, with_screen)[k] for k in flags] == [0, 0, 2]  # another seed learns
+    trial = truth.trial_metrics(config, "k", [1, 2], 2.0, OBJECTIVE + "/mean", with_screen)
+    assert trial[f"{LEARNED_UNTIL}/seed1"] == 0.25 and trial[f"{DEGENERATE}/seed1"] == 1
