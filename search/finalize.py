@@ -32,7 +32,7 @@ from trainables.tasks import DataError
 logger = logging.getLogger("search.finalize")
 
 
-def main() -> int:
+def parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="python -m search.finalize", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -51,6 +51,12 @@ def main() -> int:
         "each look spends part of the error of a 'better'",
     )
     p.add_argument(
+        "--margin",
+        type=float,
+        help="the smallest gain worth having, in the objective's units (0.01: 1 pp of accuracy): 'no significant "
+        "difference' only where the interval rules it out, else 'undecided' (default: each look's detectable gain)",
+    )
+    p.add_argument(
         "--tracking-uri",
         default=FinalizeConfig.tracking_uri,
         help="the MLflow store the study logged to (default: %(default)s)",
@@ -67,7 +73,11 @@ def main() -> int:
     p.add_argument("--address", help="Ray cluster address (default: a private local Ray)")
     p.add_argument("--no-register", action="store_true", help="do not log or register the model")
     p.add_argument("--verbose", action="store_true", help="debug logging")
-    args = p.parse_args()
+    return p
+
+
+def main() -> int:
+    args = parser().parse_args()
     setup_logging(args.verbose)
     cfg = FinalizeConfig(
         get_study(args.study).name,
@@ -84,6 +94,7 @@ def main() -> int:
         ),
         not args.no_register,
         args.max_seeds,
+        margin=args.margin,
     )
     check_tracking_uri(cfg.tracking_uri)
     result = finalize(cfg, trial_kind)

@@ -30,7 +30,7 @@ from typing import Any
 from scipy.stats import t as t_dist
 
 from search.answer import stats
-from search.answer.power import stated_gain
+from search.answer.power import seeds_to_decide, spread_bound, stated_gain
 from search.answer.sequential import Design, Look, boundaries, schedule
 from search.tracking.trial_record import TrialRecord
 from spaces.canonical import canonical
@@ -171,6 +171,8 @@ class Row:
     detectable: float  # the gain this look finds 80% of the time, averaged over studies (search.answer.power)
     collapsed: tuple[tuple[int, ...], tuple[int, ...]]  # final seeds that collapsed: winner's, other's
     looks: tuple[Look, ...] = ()  # every look of the study so far, this one last
+    margin: float = math.nan  # the gain worth having a "no significant difference" rules out
+    needed: int | None = None  # undecided: the final seeds whose look would decide it (None: none in the plan)
 
     @property
     def look(self) -> Look | None:
@@ -193,6 +195,8 @@ class Row:
             "method": d.method,
             "verdict": self.verdict,
             "detectable_gain": self.detectable,
+            "margin": self.margin,
+            "seeds_to_decide": math.nan if self.needed is None else self.needed,
             "winner_collapsed": len(self.collapsed[0]),
             "other_collapsed": len(self.collapsed[1]),
             "spent": self.look.total if self.look else math.nan,
@@ -212,28 +216,51 @@ def collapsed_seeds(side: Contender, metric: str, seeds: Sequence[int], floor: f
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class Decision:
+    """One look's paired comparison (:func:`decide`)."""
+
+    diff: stats.PairedDifference  # the look's repeated interval
+    verdict: str
+    detectable: float  # the gain this look finds 80% of the time (search.answer.power.stated_gain)
+    looks: tuple[Look, ...]
+    margin: float  # the gain worth having that "no significant difference" rules out
+    needed: int | None = None  # an undecided verdict: the final seeds whose look would decide it (None: the plan's
+    # most seeds would not)
+
+
 def decide(
     winner: Sequence[float],
     other: Sequence[float],
     mode: str,
     earlier: Sequence[int] = (),
     design: Design | None = None,
-) -> tuple[stats.PairedDifference, str, float, tuple[Look, ...]]:
+    margin: float | None = None,
+) -> Decision:
     """The paired comparison of one look: its interval, verdict, detectable gain and the looks so far.
-    ``earlier``: the pair counts of the earlier looks."""
+    ``earlier``: the pair counts of the earlier looks; ``margin``: the gain worth having (None: this look's
+    detectable gain), which "no significant difference" must rule out, else the verdict is undecided."""
     d = stats.paired_difference(winner, other)
+    design = design or Design(10)
     path = schedule([*earlier, d.n])
-    looks = boundaries(path, design or Design(10)) if path and path[-1] == d.n else ()
+    looks = boundaries(path, design) if path and path[-1] == d.n else ()
     if not looks or math.isnan(d.std):
-        return d, stats.verdict(d, mode), math.nan, looks
+        worth = math.nan if margin is None else margin
+        return Decision(d, stats.verdict(d, mode, worth), math.nan, looks, worth)
     look = looks[-1]
     half = look.boundary * d.std / math.sqrt(d.n)
     level = 1 - 2 * float(t_dist.sf(look.boundary, d.n - 1)) if math.isfinite(look.boundary) else 1.0
     d = replace(d, low=d.mean - half, high=d.mean + half, confidence=level)  # the repeated interval of this look
-    said = stats.verdict(d, mode)
-    if said in (stats.BETTER, stats.WORSE, stats.SAME) and math.isinf(look.boundary):
+    detectable = stated_gain(d.n, d.std, look.boundary)
+    worth = detectable if margin is None else margin
+    said = stats.verdict(d, mode, worth)
+    if said in (stats.BETTER, stats.WORSE, stats.SAME, stats.UNDECIDED) and math.isinf(look.boundary):
         said = NO_ERROR_LEFT
-    return d, said, stated_gain(d.n, d.std, look.boundary), looks
+    needed = None
+    if said == stats.UNDECIDED:
+        gain = d.mean if mode == "max" else -d.mean
+        needed = seeds_to_decide(gain, spread_bound(d.n, d.std), worth, path, design)
+    return Decision(d, said, detectable, looks, worth, needed)
 
 
 # -- one claim ----------------------------------------------------------------------
@@ -311,13 +338,15 @@ def compare(
     design: Design | None = None,
     risk: Risk = Risk(),
     other_name: str = "",
+    margin: float | None = None,
 ) -> Claim:
     """Per metric the paired comparison over ``seeds`` (collapsed seeds left out, named); one verdict,
     on the headline metric. ``floor``: the majority rate per metric (a seed at or below it collapsed);
     ``earlier``: this claim's pair counts at the study's earlier looks; ``design``: its spending plan;
     ``risk``: the failed runs of both configs and of the study in the search (the final seeds' are added here);
-    ``other_name``: the other side in words. The exploratory metrics' intervals are Bonferroni-adjusted over
-    the claim's exploratory metrics (:data:`EXPLORATORY_LEVEL` family-wise) and carry no verdict."""
+    ``other_name``: the other side in words; ``margin``: the gain worth having (:func:`decide`). The exploratory
+    metrics' intervals are Bonferroni-adjusted over the claim's exploratory metrics (:data:`EXPLORATORY_LEVEL`
+    family-wise) and carry no verdict."""
     top = headline_of(metrics, objective_metric, fallback)
     limit = (floor or {}).get(top, math.nan)
     if mode == "min":
@@ -338,9 +367,12 @@ def compare(
             rows.append(Row(m, wm, ws, om, os_, diff, EXPLORATORY, math.nan, gone, ()))
             continue
         direction = mode if m == objective_metric else "max"  # only the objective may be minimised
-        diff, said, detectable, looks = decide(w, o, direction, earlier, design)
-        if said == stats.BETTER and direction == "max" and not survives_collapses(diff.low, risk, loss):
+        found = decide(w, o, direction, earlier, design, margin)
+        said = found.verdict
+        if said == stats.BETTER and direction == "max" and not survives_collapses(found.diff.low, risk, loss):
             said = COLLAPSED_MORE
-        rows.append(Row(m, wm, ws, om, os_, diff, said, detectable, gone, looks))
+        rows.append(
+            Row(m, wm, ws, om, os_, found.diff, said, found.detectable, gone, found.looks, found.margin, found.needed)
+        )
     headline = next(r for r in rows if r.metric == top)
     return Claim(key, other, tuple(rows), headline, differences(winner.config, other.config), other_name, risk)

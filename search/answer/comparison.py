@@ -299,10 +299,26 @@ def verdict_sentence(claim: Claim, k: int) -> str:
         f"from {h.diff.n} seeds and the spread's 70% upper bound "
         f"{pp(spread_bound(h.diff.n, h.diff.std), signed_=False)}; observed {pp(h.diff.std, signed_=False)}"
     )
+    margin = (
+        "the gain this look finds 80% of the time averaged over studies"
+        if h.margin == h.detectable
+        else "the margin asked for (--margin)"
+    )
     if h.verdict == stats.SAME:
         return (
-            f"{where} {numbers}: a gain above {pp(h.diff.high)} is unlikely; gains below {pp(h.detectable)} could "
-            f"not be told from noise (the gain this look finds 80% of the time averaged over studies, {spread})."
+            f"{where} {numbers}: a gain above {pp(h.diff.high)} is ruled out, below the gain worth having, "
+            f"{pp(h.margin)} ({margin}, {spread})."
+        )
+    if h.verdict == stats.UNDECIDED:
+        more = (
+            f"about {h.needed} final seeds would decide it at the spread seen (`python -m search.finalize --seeds "
+            f"{h.needed}`: a further look under this study's spending plan)"
+            if h.needed
+            else "this study's spending plan has too few seeds left to decide it at the spread seen"
+        )
+        return (
+            f"{where} {numbers}: neither no gain nor a gain of {pp(h.margin)} ({margin}, {spread}) is ruled out; "
+            f"{more}."
         )
     return f"{where} {numbers}. This look finds a gain of {pp(h.detectable)} 80% of the time ({spread})."
 

@@ -133,6 +133,7 @@ def conclude(
             key, sides.winner, sides.other(key), metrics=metrics, seeds=seeds, mode=invocation.mode,
             objective_metric=objective_metric, fallback=study.metric, floor=majority, design=design,
             earlier=pairs_before(looks, key, len(seeds)), risk=risks.get(key, Risk()), other_name=named.get(key, ""),
+            margin=cfg.margin,
         )
         for key in (TUNED, ABLATION)
     )  # fmt: skip
@@ -189,6 +190,8 @@ def record(client, parent_run_id: str, result: FinalResult) -> None:
             for part in ("mean", "std", "low", "high"):
                 values[rec.final_key(diff, r.metric, part)] = d[f"diff_{part}"]
             values[rec.final_key(diff, r.metric, "detectable")] = r.detectable
+            values[rec.final_key(diff, r.metric, "margin")] = r.margin
+            values[rec.final_key(diff, r.metric, "seeds_to_decide")] = d["seeds_to_decide"]
     metrics = [Metric(k, float(v), now, step) for k, v in values.items() if v == v]
     client.log_batch(parent_run_id, metrics=metrics)
     tuned, claims = result.tuned.headline, {c.key: c.headline for c in result.claims}

@@ -18,6 +18,7 @@ maximum of ``max_seeds``) detects ``g``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from search.answer.sequential import Design, boundaries, default_max_seeds
 
@@ -59,6 +60,20 @@ def seeds_for(gain: float, sd: float, max_seeds: int | None = None, power: float
         design = Design(max_seeds or default_max_seeds(k))
         look = boundaries((k,), design)[0]
         if detectable_gain(k, sd, look.boundary, power) <= gain:
+            return k
+    return None
+
+
+def seeds_to_decide(gain: float, sd: float, margin: float, path: Sequence[int], design: Design) -> int | None:
+    """The least number of final seeds past the looks ``path`` whose next look, under ``design``, either finds
+    ``gain`` (the difference seen, on the good side) or rules out a gain of ``margin`` 80% of the time at spread
+    ``sd``: an undecided verdict's way out. None where the plan's most seeds cannot (or nothing is seen)."""
+    target = max(gain, margin - gain)
+    if not path or not target > 0 or not sd > 0:
+        return None
+    for k in range(path[-1] + 1, design.max_seeds + 1):
+        look = boundaries((*path, k), design)[-1]
+        if detectable_gain(k, sd, look.boundary) <= target:
             return k
     return None
 

@@ -19,6 +19,7 @@ METHOD = "paired t, 95%"
 
 # the words of a verdict; which side is compared with which is the claim's (search.answer.claims)
 BETTER, SAME, WORSE, TOO_FEW = ("better", "no significant difference", "worse", "too few seeds to tell")
+UNDECIDED = "undecided"  # the interval holds 0 and a gain worth having: neither is ruled out
 ZERO_SPREAD = (
     "no verdict: every seed gave the same difference, so the interval has zero width and measures no seed noise"
 )
@@ -68,8 +69,9 @@ MIN_PAIRS = 3
 SPREAD_TOLERANCE = 1e-9  # relative: a smaller std of the differences is rounding, not seed noise
 
 
-def verdict(diff: PairedDifference, mode: str = "max") -> str:
-    """Plain words for an interval: better, worse, or no significant difference (for ``mode``).
+def verdict(diff: PairedDifference, mode: str = "max", margin: float = math.nan) -> str:
+    """Plain words for an interval: better, worse (for ``mode``), no significant difference where it holds 0 and
+    rules out a gain of ``margin`` (an equivalence margin, in the metric's units), else undecided.
 
     Too few pairs, or a zero spread (identical per-seed differences: the t interval collapses to a
     point, whatever the number of seeds), give no verdict and say why."""
@@ -81,7 +83,8 @@ def verdict(diff: PairedDifference, mode: str = "max") -> str:
         return BETTER if mode == "max" else WORSE
     if diff.high < 0:
         return WORSE if mode == "max" else BETTER
-    return SAME
+    largest_gain = diff.high if mode == "max" else -diff.low  # the interval's end on the good side
+    return SAME if largest_gain < margin else UNDECIDED
 
 
 def exceeds_noise(diff: PairedDifference, mode: str = "max") -> bool:

@@ -8,11 +8,13 @@ where everything it wrote is (the report, MLflow, the registered model, Optuna, 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from search.answer.claims import TUNED
+from search.answer.stats import SAME, UNDECIDED
 from search.infra.quiet import log_path
 from search.tracking.runs import client
 from search.tracking.view import final_view_url, trial_view_url
@@ -51,6 +53,8 @@ class Verdict:
     level: float = 0.95  # the interval's two-sided level (a look's repeated interval: its spending boundary's)
     fresh: int = 0  # the fresh seeds trained (0: ``seeds``); ``seeds`` are those neither side failed on
     failed: tuple[int, int] = (0, 0)  # fresh seeds that failed: ``first``'s, ``second``'s
+    margin: float = math.nan  # the gain worth having: "no significant difference" rules it out, "undecided" not
+    needed: int | None = None  # undecided: the final seeds whose look would decide it
 
     def line(self) -> str:
         """``multitask vs single-task on test acc_4way, 3 fresh seeds (2 failed ...): verdict (Δ ..., interval)``."""
@@ -68,7 +72,16 @@ class Verdict:
             interval = f"{100 * self.level:.1f}% interval of this look [{self.low:+.4f}, {self.high:+.4f}]"
         else:
             interval = f"no interval from {self.seeds} seed{'s' * (self.seeds != 1)}"
-        return f"{text}: {self.verdict} (Δ {self.diff:+.4f}, {interval})"
+        said = f"{text}: {self.verdict} (Δ {self.diff:+.4f}, {interval})"
+        if self.verdict == SAME and self.margin == self.margin:
+            said += f"; a gain of {self.margin:+.4f} is ruled out"
+        elif self.verdict == UNDECIDED and self.margin == self.margin:
+            said += f"; neither 0 nor a gain of {self.margin:+.4f} is ruled out: " + (
+                f"about {self.needed} final seeds would decide it (search.finalize --seeds {self.needed})"
+                if self.needed
+                else "the spending plan has too few seeds left to decide it"
+            )
+        return said
 
 
 @dataclass(frozen=True)
@@ -155,6 +168,8 @@ def verdicts_of(final: Any) -> tuple[list[Verdict], list[Side]]:
                 h.diff.confidence,
                 fresh=len(final.seeds),
                 failed=(len(h.collapsed[0]), len(h.collapsed[1])),
+                margin=h.margin,
+                needed=h.needed,
             )
         )
         if claim.key == TUNED or claim.other is not final.opponent:

@@ -121,7 +121,8 @@ def test_the_answer_names_each_claim_what_it_could_detect_and_the_looks():
     text = result.markdown()
     assert "### (a) Is the study's best multitask config better than the best plain fine-tuning" in text
     assert "### (b) Do the auxiliary tasks help this config?" in text
-    assert "lr 1.2e-05 vs 2e-05" in text and "a gain above +" in text and "could not be told from noise" in text
+    assert "lr 1.2e-05 vs 2e-05" in text and "a gain above +" in text and "is ruled out, below the gain worth" in text
+    assert claims[0].headline.margin == claims[0].headline.detectable  # the default margin: what the look detects
     assert "| 1 | 5 | (a) |" in text and "| 1 | 5 | (b) |" in text  # the looks table
     assert result.verdicts().startswith("(a) against the best single-task trial of equal tuning, test acc_4way: no")
     frame = final_frame(result)
@@ -129,6 +130,23 @@ def test_the_answer_names_each_claim_what_it_could_detect_and_the_looks():
     assert frame.detectable_gain.iloc[0] > 0
     assert "Each claim's false 'better' is at most 2.5%; the two together, at most 5%" in result.verdicts()
     assert "95.8% repeated interval" in text  # the first look of 5 seeds spends 2.1% a side: 95.8%, not 95%
+
+
+def test_a_margin_the_interval_does_not_rule_out_is_undecided_with_the_seeds_that_would_decide_it():
+    from search.answer.sequential import Design
+    from search.answer.stats import UNDECIDED
+
+    seeds = [4, 5, 6, 7, 8]
+    w = side("winner", WINNER, [0.74, 0.70, 0.72, 0.69, 0.73], "t03 sst2 sqrt")
+    o = side("opponent", SINGLE, [0.71, 0.72, 0.70, 0.71, 0.70], "t00 baseline")
+    h = on_4way(TUNED, w, o, seeds, margin=0.03).headline  # Δ +0.006, [-0.022, +0.034]: 3 pp not ruled out
+    assert h.verdict == UNDECIDED and h.margin == 0.03 and h.needed is None  # not within the plan's 10 seeds
+    wide = on_4way(TUNED, w, o, seeds, margin=0.03, design=Design(60)).headline
+    assert wide.verdict == UNDECIDED and 10 < wide.needed <= 60
+    text = FinalResult("absa", "a-1", "semeval/dev/acc_4way/mean", "max", seeds, w, (on_4way(TUNED, w, o, seeds,
+        margin=0.03, design=Design(60)),), search_seeds=[1]).markdown()  # fmt: skip
+    assert f"about {wide.needed} final seeds would decide it" in text and "the margin asked for (--margin)" in text
+    assert wide.to_dict()["seeds_to_decide"] == wide.needed and wide.to_dict()["margin"] == 0.03
 
 
 def test_one_comparison_where_the_best_single_task_config_is_the_winners_ablation():

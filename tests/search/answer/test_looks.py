@@ -50,3 +50,12 @@ def test_the_plan_and_the_seeds_cannot_go_back():
     check_seeds([look(5, 5)], 5)
     with pytest.raises(ConfigError, match="looked at 5 seeds"):
         check_seeds([look(5, 5)], 3)
+
+
+@pytest.mark.parametrize("margin", [0.0, -0.01])
+def test_a_margin_that_is_no_gain_is_refused_in_one_line(margin):
+    from search.answer.config import FinalizeConfig
+
+    with pytest.raises(ConfigError, match=rf"--margin {margin}: expected a gain > 0 in the objective's units"):
+        FinalizeConfig("absa", margin=margin)
+    assert FinalizeConfig("absa", margin=0.01).margin == 0.01

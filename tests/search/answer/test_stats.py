@@ -6,6 +6,7 @@ from search.answer.stats import (
     BETTER,
     SAME,
     TOO_FEW,
+    UNDECIDED,
     WORSE,
     ZERO_SPREAD,
     against_constant,
@@ -39,7 +40,10 @@ def test_verdicts_follow_the_interval_and_mode():
     up = paired_difference([0.9, 0.91, 0.92], [0.8, 0.8, 0.81])
     down = paired_difference([0.8, 0.8, 0.81], [0.9, 0.91, 0.92])
     mixed = paired_difference([0.8, 0.9, 0.85], [0.85, 0.85, 0.85])
-    assert (verdict(up), verdict(down), verdict(mixed)) == (BETTER, WORSE, SAME)
+    assert (verdict(up), verdict(down), verdict(mixed)) == (BETTER, WORSE, UNDECIDED)  # no margin: none ruled out
+    # the interval [-0.07, +0.10]: "no significant difference" only where it rules out the gain worth having
+    assert (verdict(mixed, margin=0.2), verdict(mixed, margin=0.05)) == (SAME, UNDECIDED)
+    assert verdict(mixed, "min", margin=0.2) == SAME and verdict(mixed, "min", margin=0.05) == UNDECIDED
     assert (verdict(up, "min"), verdict(down, "min")) == (WORSE, BETTER)  # e.g. a loss
     assert exceeds_noise(up) and not exceeds_noise(mixed) and not exceeds_noise(down)
 
@@ -102,4 +106,4 @@ def test_holm_steps_down_and_p_values_match_the_t_interval():
     assert holm([0.026, 0.026]) == [False, False]  # one test at 0.026 would pass; two must share alpha
     d = paired_difference([0.80, 0.82, 0.79, 0.81, 0.80], [0.75, 0.78, 0.76, 0.77, 0.74])
     edge = paired_difference([0.8, 0.81, 0.79], [0.8, 0.8, 0.8])
-    assert p_value(d) < 0.05 and verdict(d) == BETTER and p_value(edge) > 0.05 and verdict(edge) == SAME
+    assert p_value(d) < 0.05 and verdict(d) == BETTER and p_value(edge) > 0.05 and verdict(edge) == UNDECIDED

@@ -71,6 +71,16 @@ def test_failed_seeds_are_counted_and_a_single_pair_gives_no_nan_interval():
     assert plain.line().endswith("5 fresh seeds: better (Δ +0.0200, 95.8% interval of this look [+0.0100, +0.0300])")
 
 
+def test_an_undecided_verdict_says_what_is_not_ruled_out_and_the_seeds_that_would_decide_it():
+    v = Verdict("acc_4way", "undecided", 0.02, -0.01, 0.05, 5, level=0.958, margin=0.03, needed=14)
+    assert v.line().endswith(
+        "undecided (Δ +0.0200, 95.8% interval of this look [-0.0100, +0.0500]); neither 0 nor a gain of +0.0300 is "
+        "ruled out: about 14 final seeds would decide it (search.finalize --seeds 14)"
+    )
+    same = Verdict("acc_4way", "no significant difference", 0.0, -0.01, 0.01, 5, margin=0.03)
+    assert same.line().endswith("[-0.0100, +0.0100]); a gain of +0.0300 is ruled out")
+
+
 def test_no_seed_left_to_compare_prints_no_nan_difference():
     nan = float("nan")
     v = Verdict("acc_4way", "too few seeds to tell", nan, nan, nan, 0, fresh=3, failed=(3, 0))

@@ -2,6 +2,7 @@
 the catch-up of added seeds (same-epoch means, its simulated time), a restore mid-schedule that
 continues with exactly the results it would have had, and the baseline on every seed."""
 
+import types
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,8 @@ def truth(tmp_path) -> str:
 @pytest.fixture
 def slept(monkeypatch) -> list[float]:
     seconds: list[float] = []
-    monkeypatch.setattr(sim.time, "sleep", seconds.append)
+    # the trainable's own ``time``, not the process's: another test's leftover thread may sleep meanwhile
+    monkeypatch.setattr(sim, "time", types.SimpleNamespace(sleep=seconds.append))
     monkeypatch.setattr(sim, "placement", lambda epoch: {"restored_from_epoch": epoch})  # no Ray
     return seconds
 
