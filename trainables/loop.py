@@ -377,8 +377,12 @@ class Trainer:
             self.degenerate_until = float(point)
         else:
             self.learned_until = float(point)
-        flags = {DEGENERATE: float(degenerate), DEGENERATE_UNTIL: self.degenerate_until}
-        return {**out, **flags, LEARNED_UNTIL: self.learned_until}
+        return {
+            **out,
+            DEGENERATE: float(degenerate),
+            DEGENERATE_UNTIL: self.degenerate_until,
+            LEARNED_UNTIL: self.learned_until,
+        }
 
     def _scores(self, name: str, split: str, data: Encoded, examples: Sequence[Example]) -> dict[str, float]:
         task = self.data[name].task

@@ -237,8 +237,9 @@ class Backend:
         self.spent += cost
         key = trial.trial_config.key
         config, iteration = self._configs[trial.trial_id], len(trial.decisions) + 1  # Tune's count of its results
-        points = trial.trial_config.points()
-        result = epoch_result(self.truth, config, key, seeds, epoch, self.objective, trial.trial_id, iteration, points)
+        result = epoch_result(
+            self.truth, config, key, seeds, epoch, self.objective, trial.trial_id, iteration, trial.points
+        )
         decision = self.scheduler.on_trial_result(self._controller, trial, result)
         trial.decisions.append(decision)
         self.events.append(Event(self.clock, self.spent, trial.trial_id, "result", epoch, decision))

@@ -176,13 +176,13 @@ class TableTruth:
         """The trainer's three flags at ``point``: degenerate there, the last point up to it that was, and the last
         that was not, over the points the trial reported up to ``point`` (``points``, its screen and epochs, as
         the trainer saw them; None: the table's whole epochs, which every trial reports)."""
-        before = self.points if points is None else points
-        reported = [p for p in before if p < point and (points is not None or p == int(p))] + [point]
-        seen = {p: self.degenerate_at(config, seed, p) for p in reported}
+        if points is None:
+            points = [p for p in self.points if p == int(p)]
+        seen = {p: self.degenerate_at(config, seed, p) for p in [*(p for p in points if p < point), point]}
         until = max((p for p, d in seen.items() if d), default=0.0)
         learned = max((p for p, d in seen.items() if not d), default=0.0)
         return {
-            DEGENERATE: float(self.degenerate_at(config, seed, point)),
+            DEGENERATE: float(seen[point]),
             DEGENERATE_UNTIL: float(until),
             LEARNED_UNTIL: float(learned),
         }
