@@ -8,8 +8,9 @@ fine-tuning the search found (tuned, or the untuned baseline where the search tr
 single-task config); (b) do its auxiliary tasks help it. Per primary test metric: the means ± sample
 std and the paired difference with its interval; the study's metric gets one verdict per claim, the
 others are exploratory. Run it again with more --seeds to add seeds: each run is one look of a
-group-sequential test. Of the two sides, the one with the better dev score over the K seeds is logged
-as an MLflow model and registered as <study>-best. Nothing here selects on test.
+group-sequential test; --until-decided takes the looks an undecided verdict asks for. Of the two
+sides, the one with the better dev score over the K seeds is logged as an MLflow model and
+registered as <study>-best. Nothing here selects on test.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import logging
 from dataclasses import replace
 
 from search.answer.config import FINAL_RESOURCES, FinalizeConfig
-from search.answer.final import finalize
+from search.answer.final import finalize_study
 from search.answer.report import build_report
+from search.answer.stats import margin_arg
 from search.infra.storage import absolute_sqlite
 from search.simulation.kind import trial_kind
 from search.tracking.runs import check_tracking_uri
@@ -52,9 +54,14 @@ def parser() -> ArgumentParser:
     )
     p.add_argument(
         "--margin",
-        type=float,
+        type=margin_arg,
         help="the smallest gain worth having, in the objective's units (0.01: 1 pp of accuracy): 'no significant "
         "difference' only where the interval rules it out, else 'undecided' (default: each look's detectable gain)",
+    )
+    p.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="while the verdict is 'undecided', look again at the seeds it says would decide it, up to --max-seeds",
     )
     p.add_argument(
         "--tracking-uri",
@@ -95,9 +102,10 @@ def main() -> int:
         not args.no_register,
         args.max_seeds,
         margin=args.margin,
+        until_decided=args.until_decided,
     )
     check_tracking_uri(cfg.tracking_uri)
-    result = finalize(cfg, trial_kind)
+    result = finalize_study(cfg, trial_kind)
     build_report(cfg.study, cfg.tracking_uri, trial_kind, run_name=result.name, out_dir=cfg.out_dir, final=result)
     return 0
 

@@ -12,6 +12,7 @@ import logging
 import os
 from pathlib import Path
 
+from search.answer.stats import margin_arg
 from search.infra.quiet import quiet_console
 from search.simulation.truth import builtin_truths, resolve_truth
 from search.study.config import SEARCHES, SearchConfig
@@ -251,6 +252,17 @@ def add_answer(g: argparse._ArgumentGroup) -> None:
         help="skip the final test, best multitask vs best single-task trial (search.finalize runs it later)",
     )
     g.add_argument("--final-seeds", type=int, metavar="K", help="seeds of the final comparison (default: preset's)")
+    g.add_argument(
+        "--margin",
+        type=margin_arg,
+        help="the smallest gain worth having (0.01: 1 pp): 'no significant difference' only where the final "
+        "interval rules it out, else 'undecided' (default: the look's detectable gain)",
+    )
+    g.add_argument(
+        "--until-decided",
+        action="store_true",
+        help="while the final verdict is 'undecided', add the seeds it says would decide it (search.finalize)",
+    )
     g.add_argument("--no-report", action="store_true", help="skip the report (results/STUDY/RUN/) at the end")
 
 
@@ -355,7 +367,7 @@ def main() -> int:
     # here, not at the top: they import Ray, MLflow and Optuna, which --help, --list and a flag error need not
     # wait for (importing search.run takes 0.3 s, with these 2.7 s: 2026-11-25, 2 loaded cores, /usr/bin/time)
     from search.answer.config import FinalizeConfig
-    from search.answer.final import finalize
+    from search.answer.final import finalize_study
     from search.answer.report import build_report
     from search.answer.summary import gather
     from search.simulation.kind import trial_kind
@@ -380,8 +392,10 @@ def main() -> int:
                 plan.stores.tracking_uri,
                 resources=plan.resources,
                 expected_s=study.final_expected_s(),
+                margin=args.margin,
+                until_decided=args.until_decided,
             )
-            final = finalize(final_cfg, trial_kind, kind=plan.kind)
+            final = finalize_study(final_cfg, trial_kind, kind=plan.kind)
         except ConfigError as exc:  # e.g. ASHA stopped every multitask (or single-task) trial: the search itself stands
             logger.warning("no final comparison: %s", exc)
             why = str(exc)

@@ -56,8 +56,8 @@ def exploratory_level(explored: int) -> float:
 EXPLORATORY = "exploratory: no verdict"
 NO_ERROR_LEFT = "no verdict: this look is beyond the planned most seeds, no error is left to spend"
 COLLAPSED_MORE = (
-    "no verdict: better on the seeds that trained, but seeds of this study failed and the multitask config's own "
-    "seed runs are too few to rule out failures that undo the gain"
+    "no verdict: better on the seeds that trained, but seeds of this study failed where they speak of the multitask "
+    "config, and its runs and those of the configs like it are too few to rule out failures that undo the gain"
 )
 RISK_CONFIDENCE = 0.975  # one-sided bound on a side's collapse rate (Clopper-Pearson)
 VOLATILE = ("seed", "data_dir", "device", "evaluate_test", "check_every", "compile", "prefetch")
@@ -118,21 +118,41 @@ class Risk:
     other: tuple[int, int] = (0, 0)
     study: tuple[int, int] = (0, 0)
     kin: tuple[int, int] = (0, 0)
+    # the winner's runs pooled with those of every config at a like lr sharing one of its auxiliary tasks or its
+    # schema: the one of these groups that failed most often (search.answer.contenders.search_risk)
+    group: tuple[int, int] = (0, 0)
+    # the runs of every other multitask config whose features are all the winner's (at any lr): where one of them
+    # failed, no feature the winner lacks explains it, and the winner is judged by its own runs
+    alike: tuple[int, int] = (0, 0)
 
     def plus(self, winner: tuple[int, int], other: tuple[int, int]) -> Risk:
-        """With the final seeds of both sides added (to their configs and to the study)."""
+        """With the final seeds of both sides added (to their configs, the winner's group and the study)."""
         return Risk(
             (self.winner[0] + winner[0], self.winner[1] + winner[1]),
             (self.other[0] + other[0], self.other[1] + other[1]),
             (self.study[0] + winner[0] + other[0], self.study[1] + winner[1] + other[1]),
             self.kin,
+            (self.group[0] + winner[0], self.group[1] + winner[1]) if self.group[1] else (0, 0),
+            self.alike,
         )
 
     @property
+    def bound(self) -> float:
+        """The winner's failure rate at most (97.5% bounds): its group's where the group's failures are told from
+        it: a config is as prone to fail as the configs like it, and its own few clean runs alone bound nothing (0
+        of 7 leaves 41%). Its own runs' where they failed, where a config made only of its features failed (no
+        feature it lacks explains that failure: a config chosen on dev is the likeliest of all to be a prone one
+        that was lucky, and clean neighbours would dilute it), or without a group."""
+        if self.winner[0] or self.alike[0] or self.group[1] <= self.winner[1]:
+            return rate_bound(*self.winner)
+        return rate_bound(*self.group)
+
+    @property
     def near(self) -> bool:
-        """Whether a failure was seen where it says something of the winner: its own runs, the other side's, or
-        its kin's. Failures of unlike configs elsewhere in the study do not make the winner suspect."""
-        return self.winner[0] > 0 or self.other[0] > 0 or self.kin[0] > 0
+        """Whether a failure was seen where it says something of the winner: its own runs, the other side's, its
+        kin's, or those of a config alike to it (a single-task one at a like lr among them). Failures of unlike
+        configs elsewhere in the study do not make the winner suspect."""
+        return self.winner[0] > 0 or self.other[0] > 0 or self.kin[0] > 0 or self.alike[0] > 0
 
 
 def rate_bound(collapsed: int, runs: int, confidence: float = RISK_CONFIDENCE) -> float:
@@ -151,7 +171,7 @@ def survives_collapses(low: float, risk: Risk, loss: float) -> bool:
     side's or its kin's."""
     if not risk.near:
         return low > 0
-    p_w = rate_bound(*risk.winner)
+    p_w = risk.bound
     p_o = risk.other[0] / risk.other[1] if risk.other[1] else 0.0
     return low * (1 - p_w) - max(0.0, p_w - p_o) * max(0.0, loss) > 0
 

@@ -263,11 +263,18 @@ def risk_sentence(claim: Claim) -> str:
     if not w_runs:
         return ""
     bound = rate_bound(w_failed, w_runs)
-    own = f"the multitask config failed on {w_failed} of its own {w_runs}, a failure rate of up to {bound:.0%}"
     if risk.near:
+        (g_failed, g_runs), at_most = risk.group, risk.bound
+        if risk.alike[0] and not w_failed:
+            like = f"; {risk.alike[0]} runs failed in configs made only of its features, so its own runs bound it"
+        elif g_runs > w_runs and not w_failed:
+            like = f"; with the configs sharing an auxiliary task or its schema at a like lr, {g_failed} of {g_runs}"
+        else:
+            like = ""
         return (
             f" {failed} of the study's {runs} seed runs failed, {k_failed} of {k_runs} among configs kin to the "
-            f"multitask one; {own} (97.5% bound), which a 'better' must outweigh."
+            f"multitask one; the multitask config failed on {w_failed} of its own {w_runs}{like}: a failure rate of "
+            f"up to {at_most:.0%} (97.5% bound), which a 'better' must outweigh."
         )
     elsewhere = (
         f"{failed} of the study's {runs} seed runs failed, none of its own, the other side's or its kin's "

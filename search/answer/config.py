@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from search.answer.stats import MIN_PAIRS
+from search.answer.stats import MIN_PAIRS, margin_gain
 from search.study.config import SearchConfig
 from search.study.plan import Resources
 from spaces import get_study
@@ -27,6 +27,7 @@ class FinalizeConfig:
     max_seeds: int | None = None  # the spending plan's planned most seeds (None: the study's, or 2K >= 10)
     expected_s: float | None = None  # the final runs' seconds as forecast (search.study.forecast); None: none
     margin: float | None = None  # the gain worth having "no significant difference" rules out (None: detectable)
+    until_decided: bool = False  # more looks while claim (a) is undecided, up to max_seeds (final.finalize_study)
 
     def __post_init__(self) -> None:
         get_study(self.study)
@@ -34,8 +35,8 @@ class FinalizeConfig:
             raise ConfigError(f"--seeds {self.seeds}: expected >= {MIN_PAIRS} (fewer seeds can give no verdict)")
         if self.max_seeds is not None and self.max_seeds < self.seeds:
             raise ConfigError(f"--max-seeds {self.max_seeds}: expected >= --seeds {self.seeds}")
-        if self.margin is not None and not self.margin > 0:
-            raise ConfigError(f"--margin {self.margin}: expected a gain > 0 in the objective's units (0.01: 1 pp)")
+        if self.margin is not None:
+            margin_gain(str(self.margin))
         res = self.resources
         if res.cpus_per_trial <= 0 or res.gpus_per_trial < 0 or res.max_concurrent < 1:
             raise ConfigError("--cpus-per-trial > 0, --gpus-per-trial >= 0 and --max-concurrent >= 1 expected")

@@ -11,7 +11,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from search.answer.claims import Contender, Risk
+from search.answer.claims import Contender, Risk, rate_bound
 from search.tracking.outcome import COMPLETED
 from search.tracking.records import CONFIG_ARTIFACT
 from search.tracking.trial_record import TrialRecord
@@ -96,10 +96,14 @@ def kin(a: TrialRecord, b: TrialRecord) -> bool:
         return False
     tasks = set(a.auxiliary.split("+")) & set(b.auxiliary.split("+")) - {"", "none"}
     alike = bool(tasks) or (a.schema and a.schema == b.schema)
-    close = not (math.isfinite(a.lr) and math.isfinite(b.lr) and a.lr > 0 and b.lr > 0) or (
+    return bool(alike and close_lr(a, b))
+
+
+def close_lr(a: TrialRecord, b: TrialRecord) -> bool:
+    """lrs within a factor of 2 (or either unrecorded)."""
+    return not (math.isfinite(a.lr) and math.isfinite(b.lr) and a.lr > 0 and b.lr > 0) or (
         abs(math.log(a.lr / b.lr)) <= math.log(KIN_LR_FACTOR) + 1e-9
     )
-    return bool(alike and close)
 
 
 KIN_LR_FACTOR = 2.0
@@ -116,20 +120,43 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     weak run (it learned, a little) is no failure: it loses on dev."""
     late = transient_points(table)
     winner = next((r for r in table if r.key == winner_key), None)
-    counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0], "kin": [0, 0]}
+    groups = sorted(features(winner)) if winner is not None else []
+    counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0], "kin": [0, 0], "alike": [0, 0]}
+    counts |= {g: [0, 0] for g in groups}
     for r in table:
         owners = ["study"] + [
             side for side, key in (("winner", winner_key), ("other", other_key)) if key and r.key == key
         ]
         if winner is not None and kin(r, winner):
             owners.append("kin")
+        if winner is not None and (r.key == winner_key or close_lr(r, winner)):
+            owners += sorted(set(groups) & features(r))
+        if winner is not None and r.key != winner_key and alike(r, winner):
+            owners.append("alike")
         stopped, learned = r.status != COMPLETED, per_seed(r.metrics, LEARNED_UNTIL)
         for seed, failed in seed_failures(r, floor).items():
             censored = stopped and (r.last_point <= late or learned.get(seed, 0.0) > 0)
             for owner in owners:
                 counts[owner][0] += failed and not censored
                 counts[owner][1] += 1
-    return Risk(*(tuple(counts[k]) for k in ("winner", "other", "study", "kin")))  # type: ignore[arg-type]
+    # the likeliest to fail of the groups that did fail (its bound: a small group that failed says more than a
+    # large one), else the largest group
+    group = max((counts[g] for g in groups), key=lambda c: (1, rate_bound(*c)) if c[0] else (0, c[1]), default=[0, 0])
+    sides = (tuple(counts[k]) for k in ("winner", "other", "study", "kin"))
+    return Risk(*sides, group=tuple(group), alike=tuple(counts["alike"]))  # type: ignore[arg-type]
+
+
+def alike(a: TrialRecord, winner: TrialRecord) -> bool:
+    """Whether nothing the winner lacks tells ``a``'s failures from the winner's: ``a`` is made only of the winner's
+    features (at any lr), or it is single-task at a like lr (made of none, only its lr tells it apart)."""
+    mine = features(a)
+    return mine <= features(winner) and (bool(mine) or close_lr(a, winner))
+
+
+def features(row: TrialRecord) -> set[str]:
+    """What a config is made of, as far as failing goes: its auxiliary tasks and its schema."""
+    tasks = set(row.auxiliary.split("+")) - {"", "none"}
+    return tasks | ({f"schema:{row.schema}"} if row.schema and tasks else set())
 
 
 def final_seeds(search_seeds: Sequence[int], k: int) -> list[int]:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from search.answer import stats
 from search.answer.claims import ABLATION, TUNED, UNTUNED, Contender, Risk, Sides, ablation_config, compare
 from search.answer.comparison import FinalResult
 from search.answer.config import FinalizeConfig
@@ -50,6 +51,31 @@ logger = logging.getLogger(__name__)
 
 
 # -- orchestration ----------------------------------------------------------------
+def finalize_study(cfg: FinalizeConfig, kinds: Kinds, kind: TrialKind | None = None) -> FinalResult:
+    """One look (:func:`finalize`); with ``cfg.until_decided`` more looks, each at the seeds the last one said
+    would decide claim (a), until it is decided or the spending plan's most seeds are looked at: every look
+    spends only its share of the error (:mod:`search.answer.sequential`), so going on keeps the false "better"
+    rate of a single look."""
+    result = finalize(cfg, kinds, kind)
+    while cfg.until_decided and (more := next_look(result)) is not None:
+        row = result.headline
+        logger.info(
+            "%s undecided at %d final seeds (interval [%+.4f, %+.4f]): the next look at %d seeds",
+            row.metric, len(result.seeds), row.diff.low, row.diff.high, more,
+        )  # fmt: skip
+        cfg = replace(cfg, seeds=more)
+        result = finalize(cfg, kinds, kind)
+    return result
+
+
+def next_look(result: FinalResult) -> int | None:
+    """The final seeds of the look that would decide claim (a), where it is undecided and the plan can."""
+    row = result.headline
+    if row.verdict != stats.UNDECIDED or row.needed is None:
+        return None
+    return max(row.needed, len(result.seeds) + 1)
+
+
 def finalize(cfg: FinalizeConfig, kinds: Kinds, kind: TrialKind | None = None) -> FinalResult:
     """Choose, train the fresh seeds, compare, register, write; see the module docstring. ``kind``: the study's
     trial kind where the caller has it (``search.run``'s plan); else ``kinds`` chooses it from the truth file the

@@ -8,11 +8,14 @@ a Student-t interval (the paired t-test). Pure functions on arrays.
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from trainables.config import ConfigError
 
 METHOD = "paired t, 95%"
 
@@ -147,3 +150,22 @@ def mean_std(values: Sequence[float]) -> tuple[float, float, int]:
     if not len(v):
         return math.nan, math.nan, 0
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else math.nan, len(v)
+
+
+def margin_gain(text: str) -> float:
+    """``--margin``'s value (an argparse type, so ``search.run`` refuses it before its search, not after)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value > 0 or math.isinf(value):
+        raise ConfigError(f"--margin {text}: expected a gain > 0 in the objective's units (0.01: 1 pp)")
+    return value
+
+
+def margin_arg(text: str) -> float:
+    """``--margin`` as an argparse type: its error is argparse's one line."""
+    try:
+        return margin_gain(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix(f"--margin {text}: ")) from None

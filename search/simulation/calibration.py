@@ -57,6 +57,10 @@ REGIMES: dict[str, Simulation] = {
     "looks-3-5-10": Simulation(looks=(3, 5, 10)),
     "looks-every-3-10": Simulation(looks=tuple(range(3, 11))),
     "power-1sd": Simulation(effect=0.01),
+    # a weak config is no failure (issue 57): a quarter of the multitask configs 4 seed sds below the rest on
+    # every seed must leave the power at a 2-sd gain as it is without them
+    "power-2sd": Simulation(effect=0.02),
+    "power-2sd-weak": Simulation(effect=0.02, weak_share=0.25, weak_by=0.04),
     # failure as a property of some configs, not of a whole side (issue 40): the winner chosen on dev
     # is the likeliest of them all to be a prone config that did not fail on its search seeds
     "lr-fails-either-side": Simulation(collapse=0.2, prone="any", prone_lr=8e-5),

@@ -63,6 +63,8 @@ class Simulation:
     prone_lr: float = 0.0  # only a config with lr above this is prone (0: any lr)
     fail_to: float = MAJORITY  # a failed run's score (the majority rate: a collapse)
     single_share: float = 0.5  # share of the trials after the baseline that are single-task
+    weak_share: float = 0.0  # share of the multitask configs weak on every seed (never failed: they learn less)
+    weak_by: float = 0.0  # how much less a weak config's every seed scores
     max_seeds: int | None = None  # the spending plan (None: finalize's default for the first look)
 
     def __post_init__(self) -> None:
@@ -74,6 +76,8 @@ class Simulation:
             raise ValueError(f"Simulation.collapse = {self.collapse}: expected in [0, 1)")
         if self.prone not in PRONE:
             raise ValueError(f"Simulation.prone = {self.prone!r}: expected one of {', '.join(PRONE)}")
+        if not 0 <= self.weak_share <= 1 or self.weak_by < 0:
+            raise ValueError(f"Simulation.weak_share {self.weak_share} in [0, 1], weak_by {self.weak_by} >= 0 expected")
         if not 0 <= self.prone_share <= 1 or not 0 <= self.single_share < 1:
             shares = f"prone_share {self.prone_share} in [0, 1], single_share {self.single_share} in [0, 1)"
             raise ValueError(f"Simulation.{shares} expected")
@@ -101,6 +105,10 @@ class World:
         lr[1:] = rng.uniform(-5, -4, sim.trials - 1)
         other = rng.normal(0.0, sim.config_sd, sim.trials) - sim.lr_depth * (lr - math.log10(3e-5)) ** 2
         self.multitask, self.other, self.lr = list(multitask), list(other), list(lr)
+        # what a weak config's auxiliary tasks cost it (its ablation has none); drawn only where a regime has weak
+        # configs, so that every other regime's draws stay as they were
+        weak = multitask & (rng.random(sim.trials) < sim.weak_share) if sim.weak_share else np.zeros(sim.trials)
+        self.weak = list(sim.weak_by * weak)
         self.prone = [self.draw_prone(i) for i in range(sim.trials)]
         self.luck: dict[tuple[int, int], tuple[float, bool]] = {}
         self.shared: dict[int, float] = {}
@@ -110,6 +118,7 @@ class World:
         self.multitask.append(False)
         self.other.append(self.other[winner])
         self.lr.append(self.lr[winner])
+        self.weak.append(0.0)
         self.prone.append(self.draw_prone(len(self.other) - 1))
         return len(self.other) - 1
 
@@ -126,7 +135,7 @@ class World:
         return {s: self.luck[config, s][1] for s in seeds}
 
     def true(self, config: int) -> float:
-        return BASE + self.sim.effect * self.multitask[config] + self.other[config]
+        return BASE + self.sim.effect * self.multitask[config] - self.weak[config] + self.other[config]
 
     def score(self, config: int, seed: int) -> float:
         sim = self.sim

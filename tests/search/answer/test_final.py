@@ -160,10 +160,14 @@ def test_search_risk_counts_degenerate_runs_not_weak_ones():
         row("t02 pos square", "pruned", 0.60, False, (0.70, math.nan)),  # seed 2 never reported
         flagged(row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.61)), (0, 0)),  # 0.61 learned a little: weak
     ]
-    assert search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline") == Risk((2, 2), (1, 2), (3, 7), (0, 3))
-    assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((0, 2), (0, 0), (3, 7), (2, 3))  # "": no trial
+    risk = search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline")
+    assert risk == Risk((2, 2), (1, 2), (3, 7), (0, 3), (2, 5), (1, 5))  # alike: the baseline (its lr unrecorded)
+    # "": no trial; the group: every run of a config with SST-2 (each row's auxiliary task) at a like lr; alike:
+    # those of the other configs made of SST-2 alone (t01's two failures among them) and of the baseline
+    assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((0, 2), (0, 0), (3, 7), (2, 3), (2, 5), (3, 5))
     # without a floor, only the diverged run fails where no flag says more
-    assert search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline") == Risk((1, 2), (0, 2), (1, 7), (0, 3))
+    risk = search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline")
+    assert risk == Risk((1, 2), (0, 2), (1, 7), (0, 3), (1, 5), (0, 5))
     # the trainer's flag decides where there is one: a run at 0.70 whose predictions are constant failed
     table[3] = flagged(row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.70)), (0, 1))
     assert search_risk(table, 0.58, "t03 pos sqrt", "").winner == (1, 2)
@@ -251,3 +255,73 @@ def test_the_answer_becomes_the_study_runs_description_within_mlflows_limit(tmp_
     describe(client, run_id, "## Final test evaluation: 9 fresh seeds\n\n" + "x" * 9000)
     long = client.get_run(run_id).data.tags[NOTE_TAG]
     assert len(long) <= NOTE_LIMIT and long.endswith("final.md in the report)")
+
+
+def _look(seeds: int, verdict: str, needed: int | None):
+    from types import SimpleNamespace
+
+    row = SimpleNamespace(metric="acc_4way", verdict=verdict, needed=needed, diff=SimpleNamespace(low=-0.01, high=0.05))
+    return SimpleNamespace(seeds=list(range(seeds)), headline=row)
+
+
+def test_until_decided_takes_the_looks_an_undecided_verdict_asks_for_and_stops_once_decided(monkeypatch):
+    from search.answer import final
+    from search.answer.config import FinalizeConfig
+    from search.answer.stats import UNDECIDED
+
+    looks = {5: _look(5, UNDECIDED, 8), 8: _look(8, UNDECIDED, 8), 9: _look(9, BETTER, None)}
+    asked = []
+
+    def one_look(cfg, kinds, kind=None):
+        asked.append(cfg.seeds)
+        return looks[cfg.seeds]
+
+    monkeypatch.setattr(final, "finalize", one_look)
+    cfg = FinalizeConfig("absa", seeds=5, until_decided=True)
+    assert final.finalize_study(cfg, None).headline.verdict == BETTER
+    assert asked == [5, 8, 9]  # a look the plan says would decide, else one seed more: never the same look twice
+    asked.clear()
+    assert final.finalize_study(FinalizeConfig("absa", seeds=5), None).headline.verdict == UNDECIDED
+    assert asked == [5]  # the default: one look
+    asked.clear()
+    looks[5] = _look(5, UNDECIDED, None)  # the plan's most seeds cannot decide it: no look past them
+    assert final.finalize_study(cfg, None).headline.verdict == UNDECIDED and asked == [5]
+
+
+def test_a_margin_is_a_positive_gain_refused_in_one_line():
+    from search.answer.config import FinalizeConfig
+
+    for bad in (0.0, -0.01, math.inf, math.nan):
+        with pytest.raises(ConfigError, match="--margin .*expected a gain > 0"):
+            FinalizeConfig("absa", margin=bad)
+    assert FinalizeConfig("absa", margin=0.01).margin == 0.01
+
+
+def test_the_winners_failure_rate_is_its_groups_where_its_own_runs_are_few():
+    from dataclasses import replace
+
+    from search.answer.claims import Risk, rate_bound, survives_collapses
+    from search.answer.contenders import search_risk
+
+    def cell(label, aux, schema, failed, seeds=2):
+        return replace(flagged(row(label, "completed", 0.70, False, (0.70,) * seeds, aux=aux), (failed,) * seeds),
+                       schema=schema, lr=1e-4)  # fmt: skip
+
+    table = [
+        replace(flagged(row("t00 baseline", "completed", 0.68, True, (0.68,) * 2), (0, 0)), lr=1e-4),
+        cell("t01 sst2+sentihood sqrt", "sst2+sentihood", "sqrt", 0, seeds=5),
+        *(cell(f"t{i:02} sst2 {s}", "sst2", s, 0, 5) for i, s in enumerate(("prop", "random", "anneal"), 2)),
+        *(cell(f"t{i:02} sentihood {s}", "sentihood", s, 0, 5) for i, s in enumerate(("prop", "random", "anneal"), 5)),
+        cell("t08 sst2+pos square", "sst2+pos", "square", 1),  # fails, and shares SST-2: kin, so near
+    ]
+    risk = search_risk(table, 0.6, "t01 sst2+sentihood sqrt", "t00 baseline")
+    assert risk.near and risk.winner == (0, 5) and risk.group == (2, 22)  # SST-2's configs: 2 of 22 runs
+    assert risk.bound == rate_bound(2, 22) < rate_bound(0, 5)  # not the 52% its own 5 runs leave open
+    assert survives_collapses(0.03, risk, 0.05) and not survives_collapses(0.03, Risk((0, 5), kin=(2, 2)), 0.05)
+    seen = Risk((1, 8), kin=(1, 1), group=(1, 40))  # its own runs failed: its own bound, not the clean group's
+    assert seen.bound == rate_bound(1, 8) > rate_bound(1, 40)
+    # a failed config made only of the winner's features (SST-2 alone at another lr): nothing the winner lacks
+    # explains it, so the winner's own runs bound it
+    table.append(replace(cell("t09 sst2 sqrt", "sst2", "sqrt", 1), lr=1e-3))
+    alike = search_risk(table, 0.6, "t01 sst2+sentihood sqrt", "t00 baseline")
+    assert alike.alike == (2, 4) and alike.bound == rate_bound(0, 5)  # t09 and the baseline at a like lr

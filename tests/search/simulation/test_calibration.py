@@ -47,3 +47,11 @@ def test_calibration_runs_whole_studies_through_the_real_search(capsys, monkeypa
     assert main() == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and all('"rate"' in line and '"se"' in line for line in lines)
+
+
+def test_configs_weak_on_every_seed_cost_the_verdict_no_power():
+    """Issue 57: a quarter of the multitask configs 4 seed sds below the rest on every seed are weak, not failed."""
+    plain = {line["claim"]: line["better"] for line in regime_rates("power-2sd", STUDIES, seed=3)}
+    weak = {line["claim"]: line["better"] for line in regime_rates("power-2sd-weak", STUDIES, seed=3)}
+    assert plain["ablation"] > STUDIES / 3  # a true 2-sd gain is found often enough for the ratio to say something
+    assert weak["ablation"] >= 0.8 * plain["ablation"] and weak["tuned"] >= 0.8 * plain["tuned"], (plain, weak)
