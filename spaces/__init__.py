@@ -8,6 +8,7 @@ from spaces.canonical import (
     config_label,
     run_name,
     schema_label,
+    task_points,
     thesis_grid,
 )
 from spaces.space import define_space
@@ -30,5 +31,6 @@ __all__ = [
     "load_study",
     "run_name",
     "schema_label",
+    "task_points",
     "thesis_grid",
 ]

@@ -301,6 +301,30 @@ def _strategies_off(study: Study) -> dict[str, Any]:
     return out
 
 
+def task_points(study: Study, base: TrainConfig) -> list[dict[str, Any]]:
+    """Each auxiliary candidate alone with the primary, under the study's static schema that gives the primary
+    the most of an epoch's steps (square at the thesis's tier weights: 0.8), the other dimensions at defaults: a
+    small search's first multitask points. An epoch is the mean of the tasks' sizes (thesis 3.3), so a schema
+    that dilutes the primary leaves a short run's primary undertrained: at the smoke preset's 3 epochs a
+    pos+sentihood sequential trial stayed at the majority rate, and TPE's first draws are as likely to be such
+    configs as not."""
+    from trainables.exposure import primary_share  # the exposure model, not the space's own
+
+    defaults = {**_defaults(study, base), **_strategies_off(study)}
+    static = [s for s in THESIS_SCHEMAS if s in study.schemas and s != "anneal"]
+    points = []
+    for task in study.candidates:
+        point = {"multitask": True, **{f"aux/{t}": t == task for t in study.candidates}, **defaults}
+
+        def share(schema: str, point: dict[str, Any] = point) -> float:
+            config = canonical(apply_choices(base, {**point, "schema": schema}, study))
+            return sum(primary_share(config, e) for e in range(config.epochs)) / config.epochs
+
+        if static:
+            points.append({**point, "schema": max(static, key=share)})  # ties: the thesis's order
+    return points
+
+
 def thesis_grid(study: Study, base: TrainConfig) -> list[dict[str, Any]]:
     """The thesis's hand grid: 6 schemas x every task subset containing the primary, deduplicated.
 

@@ -26,7 +26,7 @@ from search.study.kind import TrialKind
 from search.study.names import resume_command
 from search.study.strategy import DEFAULT, FALLBACK, WIDE, SearchStrategy, default_search, strategy_of
 from search.tracking.records import Invocation
-from spaces import Preset, Study, baseline_choices, thesis_grid
+from spaces import Preset, Study, baseline_choices, task_points, thesis_grid
 from trainables.cli import mask_credentials
 from trainables.config import ConfigError, EncoderConfig, SamplingConfig, TrainConfig
 from trainables.fidelity import SeedSchedule, asha_rungs
@@ -151,10 +151,13 @@ def artifact_uri(location: str) -> str:
     return location if "://" in location else Path(location).expanduser().resolve().as_uri()
 
 
-def first_points(strategy: SearchStrategy, study: Study, base: TrainConfig) -> tuple[dict[str, Any], ...]:
-    """What the searcher tries first: every cell of the thesis grid (a screen), or the baseline alone."""
-    cells = strategy.first == "cells"
-    return tuple(thesis_grid(study, base) if cells else [baseline_choices(study, base)])
+def first_points(strategy: SearchStrategy, study: Study, base: TrainConfig, trials: int) -> tuple[dict[str, Any], ...]:
+    """What the searcher tries first: every cell of the thesis grid (a screen); or the baseline, then each
+    auxiliary task alone, as many as leave the sampler two of the ``trials``; or the baseline alone."""
+    if strategy.first == "cells":
+        return tuple(thesis_grid(study, base))
+    tasks = task_points(study, base)[: max(0, trials - 3)] if strategy.first == "tasks" else []
+    return (baseline_choices(study, base), *tasks)
 
 
 def cohort_families(points: tuple[dict[str, Any], ...]) -> int:
@@ -232,7 +235,7 @@ def plan(cfg: SearchConfig, kind: TrialKind, site: Site, stores: Stores, started
     first = first_rung_of(cfg, preset)
     screen = check_screen_rungs(strategy, screen_of(cfg, base.warmup * base.epochs), search_reason)
     schedule = None if first is None else seed_schedule(strategy, len(seeds), first, rungs)
-    points = first_points(strategy, study, base)
+    points = first_points(strategy, study, base, cfg.trials or preset.trials)
     gpus, gpu_reason = gpus_per_trial(cfg.gpus_per_trial, site.gpus or 0.0)
     resources = resources_of(cfg, kind, site, gpus)
     resuming = started is not None

@@ -160,7 +160,18 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
     flagged = planned(SearchConfig("absa", preset="full", reduction_factor=2, first_rung_seeds=2))
     assert (flagged.rungs.reduction_factor, flagged.schedule.first) == (2, 2)  # flags come first
     smoke = planned(SearchConfig("absa", preset="smoke"))  # 6 trials cannot screen 43 cells
-    assert (smoke.strategy.name, smoke.schedule, len(smoke.points)) == ("tpe", None, 1)
+    assert (smoke.strategy.name, smoke.schedule, len(smoke.points)) == ("tpe-tasks", None, 4)
+    # the baseline, then each auxiliary task alone at square (the primary's share of an epoch: 0.8), 2 TPE trials
+    assert [sorted(k for k, v in p.items() if k.startswith("aux/") and v) for p in smoke.points] == [
+        [],
+        ["aux/sst2"],
+        ["aux/pos"],
+        ["aux/sentihood"],
+    ]
+    assert [p["schema"] for p in smoke.points[1:]] == ["square"] * 3 and smoke.points[1]["multitask"]
+    assert smoke.points[1]["lr"] == smoke.points[0]["lr"] == smoke.base.lr
+    few = planned(SearchConfig("absa", preset="smoke", trials=4))
+    assert len(few.points) == 2  # as many task points as leave TPE two trials
     assert "cannot hold" in smoke.search_reason
     named = planned(SearchConfig("absa", preset="smoke", search="cells-halving"))  # its budget: every cell
     assert (named.strategy.name, named.search_reason, len(named.points), named.trials) == ("cells-halving", "", 43, 43)
@@ -274,7 +285,7 @@ def test_strata_or_a_hedge_without_cohort_halving_is_refused_in_one_line(kw):
 
 
 def test_a_hedge_where_the_default_resolved_to_tpe_says_why():
-    with pytest.raises(ConfigError, match=r"has none \(--search tpe: 6 trials cannot hold the 43 cells") as info:
+    with pytest.raises(ConfigError, match=r"has none \(--search tpe-tasks: 6 trials cannot hold the 43 cells") as info:
         planned(SearchConfig("absa", preset="smoke", hedge=2))
     assert "--search cells-halving has it" in str(info.value)
 
