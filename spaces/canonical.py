@@ -28,6 +28,7 @@ from typing import Any
 
 from spaces.studies import THESIS_SCHEMAS, Study
 from trainables.config import TIERS, OptimConfig, SamplingConfig, TrainConfig
+from trainables.exposure import primary_share
 from trainables.tasks import declared_name
 
 NAMED_EXPONENTS = {0.0: "random", 0.5: "sqrt", 1.0: "prop", 2.0: "square"}
@@ -308,20 +309,16 @@ def task_points(study: Study, base: TrainConfig) -> list[dict[str, Any]]:
     that dilutes the primary leaves a short run's primary undertrained: at the smoke preset's 3 epochs a
     pos+sentihood sequential trial stayed at the majority rate, and TPE's first draws are as likely to be such
     configs as not."""
-    from trainables.exposure import primary_share  # the exposure model, not the space's own
-
     defaults = {**_defaults(study, base), **_strategies_off(study)}
     static = [s for s in THESIS_SCHEMAS if s in study.schemas and s != "anneal"]
+    if not static:
+        return []
     points = []
     for task in study.candidates:
         point = {"multitask": True, **{f"aux/{t}": t == task for t in study.candidates}, **defaults}
-
-        def share(schema: str, point: dict[str, Any] = point) -> float:
-            config = canonical(apply_choices(base, {**point, "schema": schema}, study))
-            return sum(primary_share(config, e) for e in range(config.epochs)) / config.epochs
-
-        if static:
-            points.append({**point, "schema": max(static, key=share)})  # ties: the thesis's order
+        configs = {s: canonical(apply_choices(base, {**point, "schema": s}, study)) for s in static}
+        best = max(static, key=lambda s: sum(primary_share(configs[s], e) for e in range(base.epochs)))  # ties: first
+        points.append({**point, "schema": best})
     return points
 
 

@@ -117,8 +117,9 @@ STRATEGIES: dict[str, SearchStrategy] = {
 # cells, where the trial budget holds every cell (docs/search-strategies.md: at 41% of the thesis grid's compute it
 # selects within 1 pp of the true best about as often as the grid, within 0.035, on every truth measured and the
 # real-curve table; nothing measured at or under 30% came within 0.06);
-# below that budget a screen cannot finish, and TPE from the baseline searches the whole space instead; where the
-# study is its cells (no --trials) and the slots hold them all at once, every cell on 2 seeds under ASHA.
+# below that budget a screen cannot finish: the baseline and each auxiliary task alone, then TPE over the whole
+# space; where the study is its cells (no --trials) and the slots hold them all at once, every cell on 2 seeds
+# under ASHA.
 DEFAULT, SCREEN, WIDE, FALLBACK = "default", "cells-halving", "grid-k2", "tpe-tasks"
 
 
