@@ -103,7 +103,7 @@ def add_budget(g: argparse._ArgumentGroup) -> None:
 
 def search_help() -> str:
     """--search's help, its numbers read from the default strategy."""
-    from search.study.strategy import SCREEN, STRATEGIES
+    from search.study.strategy import FALLBACK, SCREEN, STRATEGIES
 
     own = STRATEGIES[SCREEN]
     return (
@@ -111,7 +111,9 @@ def search_help() -> str:
         "thesis grid, ranked once its first epoch's warm-up is over and at every epoch, where the top "
         f"1/{own.reduction_factor} of each of {own.strata} strata of equal exposure to the primary goes on "
         f"({own.hedge} cells drawn at random go on past every rung but the last), one seed until the last rung; "
-        "without --trials the study is its cells) where the trials hold every cell, else tpe; grid-k2 (every cell "
+        "without --trials the study is its cells) where the trials hold every cell, else "
+        f"{FALLBACK} (the baseline, then each auxiliary task alone at the schema that trains the primary most, "
+        "then TPE); grid-k2 (every cell "
         "on 2 seeds under ASHA) where --max-concurrent holds every cell and there is no --trials; also the grid, "
         "random, ASHA variants (default: %(default)s)"
     )
