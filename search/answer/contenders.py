@@ -121,29 +121,53 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     late = transient_points(table)
     winner = next((r for r in table if r.key == winner_key), None)
     groups = sorted(features(winner)) if winner is not None else []
+    failures = [counted_failures(r, floor, late) for r in table]
+    told = explaining([features(r) for r, f in zip(table, failures) if any(f)], winner)
     counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0], "kin": [0, 0], "alike": [0, 0]}
     counts |= {g: [0, 0] for g in groups}
-    for r in table:
+    for r, failed_runs in zip(table, failures):
         owners = ["study"] + [
             side for side, key in (("winner", winner_key), ("other", other_key)) if key and r.key == key
         ]
-        if winner is not None and kin(r, winner):
+        apart = bool(told & features(r))  # its failures are told's, not the winner's features'
+        if winner is not None and kin(r, winner) and not apart:
             owners.append("kin")
-        if winner is not None and (r.key == winner_key or close_lr(r, winner)):
+        if winner is not None and (r.key == winner_key or close_lr(r, winner)) and not apart:
             owners += sorted(set(groups) & features(r))
         if winner is not None and r.key != winner_key and alike(r, winner):
             owners.append("alike")
-        stopped, learned = r.status != COMPLETED, per_seed(r.metrics, LEARNED_UNTIL)
-        for seed, failed in seed_failures(r, floor).items():
-            censored = stopped and (r.last_point <= late or learned.get(seed, 0.0) > 0)
+        for failed in failed_runs:
             for owner in owners:
-                counts[owner][0] += failed and not censored
+                counts[owner][0] += failed
                 counts[owner][1] += 1
     # the likeliest to fail of the groups that did fail (its bound: a small group that failed says more than a
     # large one), else the largest group
     group = max((counts[g] for g in groups), key=lambda c: (1, rate_bound(*c)) if c[0] else (0, c[1]), default=[0, 0])
     sides = (tuple(counts[k]) for k in ("winner", "other", "study", "kin"))
     return Risk(*sides, group=tuple(group), alike=tuple(counts["alike"]))  # type: ignore[arg-type]
+
+
+def counted_failures(row: TrialRecord, floor: float, late: float) -> list[bool]:
+    """Per seed run of ``row``, whether it counts as failed (:func:`search_risk`): degenerate at its last report,
+    unless its trial was stopped at or before ``late`` (:func:`transient_points`) or after the run had learned."""
+    stopped, learned = row.status != COMPLETED, per_seed(row.metrics, LEARNED_UNTIL)
+    return [
+        failed and not (stopped and (row.last_point <= late or learned.get(seed, 0.0) > 0))
+        for seed, failed in seed_failures(row, floor).items()
+    ]
+
+
+def explaining(failed: Sequence[set[str]], winner: TrialRecord | None) -> set[str]:
+    """The features (:func:`features`) every failed run of the study has (``failed``: its configs' features), where
+    the winner has none of those: a cause outside the winner explains every failure, and no feature of the winner's
+    is needed for one (empty where one may be: a single failed config kin to the winner leaves the feature they
+    share as likely a cause as the rest; a failed single-task run has no feature, so nothing explains it). On
+    weak_configs every failure is a PoS config's under square, and SST-2 + Sentihood under sqrt shares SST-2 with
+    one failed config and Sentihood with another: those failures are PoS-square's."""
+    if winner is None or not failed:
+        return set()
+    common = set.intersection(*failed)
+    return set() if common & features(winner) else common
 
 
 def alike(a: TrialRecord, winner: TrialRecord) -> bool:

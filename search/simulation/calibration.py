@@ -67,6 +67,13 @@ REGIMES: dict[str, Simulation] = {
     "lr-fails-baseline-alone-5e-5": Simulation(collapse=0.2, prone="any", prone_lr=5e-5, single_share=0.0),
     "lr-fails-baseline-alone": Simulation(collapse=0.2, prone="any", prone_lr=8e-5, single_share=0.0),
     "default-shape-fails": Simulation(trials=43, search_seeds=1, collapse=0.3, prone_share=1 / 6, single_share=0.0),
+    # the same with each config's grid cell and lr recorded: the rules that read what a config is made of act
+    # (what explains every failure among them), while proneness is drawn whatever a config is made of
+    "default-shape-fails-grid": Simulation(
+        trials=43, search_seeds=1, collapse=0.3, prone_share=1 / 6, single_share=0.0, grid=True
+    ),
+    "lr-fails-either-side-grid": Simulation(collapse=0.2, prone="any", prone_lr=8e-5, grid=True),
+    "null-grid": Simulation(grid=True),
     "some-multitask-fail": Simulation(collapse=0.2, prone_lr=8e-5),
     "fails-above-floor": Simulation(collapse=0.15, fail_to=0.65),
     # the assumption left (docs/verdict.md): a prone config fails somewhere in the study's seed runs;

@@ -18,14 +18,17 @@ config's mean at ``true`` (the skewed null: usually better, the same mean). Whic
 ``prone_share`` the share of that side drawn prone per config, ``prone_lr`` an lr above which a
 config is prone (the failure of fine-tuning at a high lr; 0: any lr). ``single_share``: the share of
 the trials after the baseline that are single-task (0: the single-task side is the baseline alone,
-the default search's shape). The search has no early stopping here (the through-the-search
-calibration, :mod:`search.simulation.calibration`, has it).
+the default search's shape). ``grid``: each multitask config records an auxiliary set and a schema of
+absa's grid (:data:`CELLS`, in trial order) and every config its lr, as real trials do, so that the failure
+rules that read what a config is made of (its kin, groups, what explains a failure) act on them; proneness
+stays drawn per config, whatever the config is made of. The search has no early stopping here (the
+through-the-search calibration, :mod:`search.simulation.calibration`, has it).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -42,6 +45,9 @@ DEV = f"{PRIMARY}/dev/{METRIC}"  # the objective's metric: its seed mean is the 
 BASE, MAJORITY = 0.85, 0.58  # the null truth's acc_4way and its majority rate
 CONFIG = TrainConfig(tasks=(PRIMARY,), primary=PRIMARY)  # the model trains nothing: any config will do
 PRONE = ("multitask", "any", "baseline")
+AUXILIARY = ("sst2", "pos", "sentihood", "sst2+pos", "sst2+sentihood", "pos+sentihood", "sst2+pos+sentihood")
+SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal")
+CELLS = tuple((a, s) for s in SCHEMAS for a in AUXILIARY)  # absa's auxiliary sets x schemas
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,7 @@ class Simulation:
     weak_share: float = 0.0  # share of the multitask configs weak on every seed (never failed: they learn less)
     weak_by: float = 0.0  # how much less a weak config's every seed scores
     max_seeds: int | None = None  # the spending plan (None: finalize's default for the first look)
+    grid: bool = False  # configs record absa's auxiliary sets, schemas and their lrs (else: all SST-2, no lr)
 
     def __post_init__(self) -> None:
         if self.trials < 2:
@@ -151,23 +158,29 @@ class World:
         return self.true(config) + gain + luck + self.shared[seed] + self.rng.normal(0.0, sim.eval_sd)
 
 
-def trial_row(trial: int, multitask: bool, dev: dict[int, float], failed: dict[int, bool]) -> TrialRecord:
+def trial_row(
+    trial: int, multitask: bool, dev: dict[int, float], failed: dict[int, bool], lr: float | None = None
+) -> TrialRecord:
     """A completed trial as the trial table holds it (what ``choose`` reads), with the trainer's degenerate flag
-    per seed where the regime failed it."""
+    per seed where the regime failed it; with ``lr`` (log10), the grid's cell of the trial and its lr."""
     values = list(dev.values())
-    return TrialRecord(
+    aux, schema = CELLS[(trial - 1) % len(CELLS)] if multitask and lr is not None else ("sst2", "")
+    record = TrialRecord(
         run_id=f"t{trial:02d}",
         label=f"t{trial:02d}",
         status=COMPLETED,
         number=trial,
         key=f"t{trial:02d}",
         baseline=trial == 0,
-        auxiliary="sst2" if multitask else "none",
+        auxiliary=aux if multitask else "none",
         objective=float(np.mean(values)),
         objective_std=float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
         objective_metric=DEV,
         metrics={seed_key(DEV, s): v for s, v in dev.items()} | flags(failed),
     )
+    if lr is None:
+        return record
+    return replace(record, schema=schema if multitask else "single", lr=10**lr)
 
 
 def flags(failed: dict[int, bool]) -> dict[str, float]:
@@ -180,7 +193,13 @@ def simulate_study(sim: Simulation, rng: np.random.Generator) -> list[Outcome]:
     world = World(sim, rng)
     searched = list(range(1, sim.search_seeds + 1))
     table = [
-        trial_row(i, world.multitask[i], {s: world.score(i, s) for s in searched}, world.failed(i, searched))
+        trial_row(
+            i,
+            world.multitask[i],
+            {s: world.score(i, s) for s in searched},
+            world.failed(i, searched),
+            world.lr[i] if sim.grid else None,
+        )
         for i in range(sim.trials)
     ]
     winner_row, opponent_row = choose(table, "max")

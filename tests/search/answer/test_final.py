@@ -190,8 +190,11 @@ def test_failures_of_unlike_configs_do_not_make_the_winner_suspect():
     risk = search_risk(table, 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
     assert risk.study == (2, 4) and risk.kin == (0, 0) and not risk.near
     assert kin(table[3], replace(table[1], lr=6e-5))  # within a factor of 2: kin, and its failure is near
-    near = search_risk([*table[:3], replace(table[3], lr=4e-5)], 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
+    near = search_risk([*table[:2], replace(table[3], lr=4e-5)], 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
     assert near.kin == (1, 1) and near.near
+    # beside t02's failure, PoS explains both (t02 failed without sqrt): t03's is no longer the winner's schema's
+    told = search_risk([*table[:3], replace(table[3], lr=4e-5)], 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
+    assert told.kin == (0, 0) and not told.near
 
 
 def test_a_run_stopped_while_degenerate_is_no_failure_where_runs_were_seen_to_recover():
@@ -325,3 +328,35 @@ def test_the_winners_failure_rate_is_its_groups_where_its_own_runs_are_few():
     table.append(replace(cell("t09 sst2 sqrt", "sst2", "sqrt", 1), lr=1e-3))
     alike = search_risk(table, 0.6, "t01 sst2+sentihood sqrt", "t00 baseline")
     assert alike.alike == (2, 4) and alike.bound == rate_bound(0, 5)  # t09 and the baseline at a like lr
+
+
+def test_failures_a_feature_the_winner_lacks_explains_are_not_the_winners():
+    """weak_configs' shape: every failed run is a PoS config's under square, and the SST-2 + Sentihood winner
+    shares SST-2 with one of them and Sentihood with the other: PoS-square explains them, not its features."""
+    from dataclasses import replace
+
+    from search.answer.contenders import explaining, features, search_risk
+
+    def cell(label, aux, schema, failed):
+        return replace(flagged(row(label, "completed", 0.70, False, (0.70, 0.70), aux=aux), (failed, 0)),
+                       schema=schema, lr=2e-5)  # fmt: skip
+
+    table = [
+        replace(flagged(row("t00 baseline", "completed", 0.68, True, (0.68,) * 2), (0, 0)), lr=2e-5),
+        cell("t01 sst2+sentihood sqrt", "sst2+sentihood", "sqrt", 0),
+        cell("t02 sst2+pos square", "sst2+pos", "square", 1),
+        cell("t03 pos+sentihood square", "pos+sentihood", "square", 1),
+        cell("t04 pos sqrt", "pos", "sqrt", 0),  # a PoS config without failures: told apart as well
+    ]
+    winner = "t01 sst2+sentihood sqrt"
+    risk = search_risk(table, 0.6, winner, "t00 baseline")
+    assert risk.study == (2, 10) and risk.kin == (0, 0) and risk.group == (0, 2) and not risk.near
+    # both failed configs share SST-2 with the winner: SST-2 may be the cause, so they speak of it
+    shared = [*table[:3], cell("t03 sst2+pos+sentihood square", "sst2+pos+sentihood", "square", 1)]
+    assert explaining([features(r) for r in shared[2:]], shared[1]) == set()
+    assert search_risk(shared, 0.6, winner, "t00 baseline").near
+    # one failed config kin to the winner: the feature they share is as likely a cause as the rest
+    assert search_risk(table[:3], 0.6, winner, "t00 baseline").kin == (1, 2)
+    # a failed single-task run has no feature: nothing the winner lacks explains every failure
+    lone = [*table, replace(flagged(row("t05 single", "completed", 0.6, True, (0.6,)), (1,)), lr=1e-4)]
+    assert search_risk(lone, 0.6, winner, "t00 baseline").kin == (2, 6)  # t02-t04, 2 runs each

@@ -55,3 +55,17 @@ def test_configs_weak_on_every_seed_cost_the_verdict_no_power():
     weak = {line["claim"]: line["better"] for line in regime_rates("power-2sd-weak", STUDIES, seed=3)}
     assert plain["ablation"] > STUDIES / 3  # a true 2-sd gain is found often enough for the ratio to say something
     assert weak["ablation"] >= 0.8 * plain["ablation"] and weak["tuned"] >= 0.8 * plain["tuned"], (plain, weak)
+
+
+def test_the_grid_shape_records_what_each_config_is_made_of():
+    """``grid``: the fast model's configs carry absa's cells and lrs, so the rules that read them act."""
+    from search.simulation.regimes import CELLS, trial_row
+
+    assert len(CELLS) == 42 and len(set(CELLS)) == 42  # 7 auxiliary sets x 6 schemas, as the default search's
+    row = trial_row(5, True, {1: 0.8}, {1: False}, lr=-4.5)
+    assert (row.auxiliary, row.schema) == CELLS[4] and math.isclose(row.lr, 10**-4.5)
+    baseline = trial_row(0, False, {1: 0.8}, {1: False}, lr=-4.5)
+    assert (baseline.auxiliary, baseline.schema) == ("none", "single")
+    plain = trial_row(5, True, {1: 0.8}, {1: False})  # without: every multitask config SST-2, no lr
+    assert plain.auxiliary == "sst2" and math.isnan(plain.lr)
+    assert REGIMES["default-shape-fails-grid"].grid and not REGIMES["default-shape-fails"].grid
