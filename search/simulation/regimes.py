@@ -28,7 +28,8 @@ through-the-search calibration, :mod:`search.simulation.calibration`, has it).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from itertools import combinations
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from search.answer.contenders import choose, collect, final_seeds, search_risk
 from search.answer.sequential import Design, default_max_seeds
 from search.tracking.outcome import COMPLETED
 from search.tracking.trial_record import TrialRecord
+from spaces.studies import THESIS_SCHEMAS
 from trainables.config import TrainConfig
 from trainables.results import DEGENERATE, seed_key
 
@@ -45,9 +47,9 @@ DEV = f"{PRIMARY}/dev/{METRIC}"  # the objective's metric: its seed mean is the 
 BASE, MAJORITY = 0.85, 0.58  # the null truth's acc_4way and its majority rate
 CONFIG = TrainConfig(tasks=(PRIMARY,), primary=PRIMARY)  # the model trains nothing: any config will do
 PRONE = ("multitask", "any", "baseline")
-AUXILIARY = ("sst2", "pos", "sentihood", "sst2+pos", "sst2+sentihood", "pos+sentihood", "sst2+pos+sentihood")
-SCHEMAS = ("sequential", "random", "prop", "sqrt", "square", "anneal")
-CELLS = tuple((a, s) for s in SCHEMAS for a in AUXILIARY)  # absa's auxiliary sets x schemas
+CANDIDATES = ("sst2", "pos", "sentihood")  # absa's auxiliary candidates
+AUXILIARY = tuple("+".join(c) for n in range(1, 4) for c in combinations(CANDIDATES, n))
+CELLS = tuple((a, s) for s in THESIS_SCHEMAS for a in AUXILIARY)  # absa's auxiliary sets x schemas
 
 
 @dataclass(frozen=True)
@@ -164,23 +166,24 @@ def trial_row(
     """A completed trial as the trial table holds it (what ``choose`` reads), with the trainer's degenerate flag
     per seed where the regime failed it; with ``lr`` (log10), the grid's cell of the trial and its lr."""
     values = list(dev.values())
-    aux, schema = CELLS[(trial - 1) % len(CELLS)] if multitask and lr is not None else ("sst2", "")
-    record = TrialRecord(
+    aux, schema = ("sst2" if multitask else "none"), ""
+    if lr is not None:
+        aux, schema = CELLS[(trial - 1) % len(CELLS)] if multitask else ("none", "single")
+    return TrialRecord(
         run_id=f"t{trial:02d}",
         label=f"t{trial:02d}",
         status=COMPLETED,
         number=trial,
         key=f"t{trial:02d}",
         baseline=trial == 0,
-        auxiliary=aux if multitask else "none",
+        auxiliary=aux,
+        schema=schema,
+        lr=math.nan if lr is None else 10**lr,
         objective=float(np.mean(values)),
         objective_std=float(np.std(values, ddof=1)) if len(values) > 1 else math.nan,
         objective_metric=DEV,
         metrics={seed_key(DEV, s): v for s, v in dev.items()} | flags(failed),
     )
-    if lr is None:
-        return record
-    return replace(record, schema=schema if multitask else "single", lr=10**lr)
 
 
 def flags(failed: dict[int, bool]) -> dict[str, float]:
