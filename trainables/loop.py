@@ -45,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 # how AdamW runs on this device, not what it learned: never taken from a checkpoint
 OPTIMIZER_FLAGS = ("foreach", "fused", "capturable", "differentiable")
+FUSED_ADAMW = ("cuda", "cpu")  # the devices whose fused AdamW kernel this torch has
 
 
 class DivergedError(RuntimeError):
@@ -101,9 +102,10 @@ class Trainer:
         if self.device.type == "cuda":
             configure_cuda_math()
         self.forward = self._compiled_forward() if config.compile else self.model
-        # fused: one kernel for the whole update on CUDA; the CPU keeps the default (foreach) path
+        # fused: one kernel for the whole update. On the CPU too: foreach AdamW took a third of MiniLM's step
+        # there (0.18 of 0.51 s at batch 16, fused 0.03; benchmarks/README.md, throughput); same math
         self.optimizer = torch.optim.AdamW(
-            self.strategy.param_groups(), lr=config.lr, fused=self.device.type == "cuda" or None
+            self.strategy.param_groups(), lr=config.lr, fused=self.device.type in FUSED_ADAMW or None
         )
         # the schedule counts optimizer steps; an epoch's last one may take fewer than grad_accum micro-batches
         self.updates_per_epoch = -(-self.steps_per_epoch // self.accum)
