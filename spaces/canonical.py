@@ -244,7 +244,7 @@ def canonical_key(config: TrainConfig) -> str:
     for volatile in ("seed", "data_dir", "device", "evaluate_test", "check_every", "compile", "prefetch"):
         fields.pop(volatile)
     # added after keys were first recorded: hashed only when set, so earlier studies' keys still match
-    for later in ("precision", "grad_accum", "pad_to_multiple_of", "train_fraction"):
+    for later in ("precision", "grad_accum", "pad_to_multiple_of", "train_fraction", "group_by_length"):
         if fields[later] == TrainConfig.__dataclass_fields__[later].default:
             fields.pop(later)
     if c.encoder.layers is None:  # likewise

@@ -79,6 +79,8 @@ class Preset:
     precision: str = "auto"  # trainables.config.PRECISIONS; a property of the hardware, never searched
     # seeds as a fidelity: seeds of a trial's first ASHA rung (search.run --first-rung-seeds); None: all
     first_rung_seeds: int | None = None
+    # training batches of similar lengths (trainables.config.TrainConfig.group_by_length): less padding
+    group_by_length: bool = False
 
     def __post_init__(self) -> None:
         at_least = {

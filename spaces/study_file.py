@@ -129,6 +129,7 @@ def preset_reader(hint: str) -> tuple[Callable[[Any], bool], str, Callable[[Any]
     """(accepts, what it expects, convert) for a Preset field's type annotation."""
     readers: dict[str, tuple[Callable[[Any], bool], str, Callable[[Any], Any]]] = {
         "int": (lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer", int),
+        "bool": (lambda v: isinstance(v, bool), "true or false", bool),
         "float": (is_number, "a number", float),
         "str": (lambda v: isinstance(v, str), "a string", str),
         "Range": (

@@ -226,14 +226,37 @@ def collate(
     return batch
 
 
-class TaskBatches:
-    """Endless batches over one task's training rows, reshuffled at every pass."""
+# length grouping: rows sorted by length within windows of this many batches of a random order. At 8 (128 rows
+# at batch 16) MiniLM's batches pad to 21 tokens of SemEval NLI_M (mean row 20; 32 in a random order) and 15 of
+# SST-2 (mean 13; 30), while each batch is still drawn from a random eighth of ~1,000 rows.
+LENGTH_WINDOW = 8
 
-    def __init__(self, n_rows: int, batch_size: int, seed: int) -> None:
+
+class TaskBatches:
+    """Endless batches over one task's training rows, reshuffled at every pass. With ``lengths`` (tokens per row),
+    grouped by length: each pass sorts windows of a random order by length, cuts them into batches and trains the
+    full batches in a random order, the short one last; a batch then pads to little more than its rows' length."""
+
+    def __init__(self, n_rows: int, batch_size: int, seed: int, lengths: np.ndarray | None = None) -> None:
         self.n_rows, self.batch_size = n_rows, batch_size
+        self.lengths = None if lengths is None else np.asarray(lengths)
+        if self.lengths is not None and len(self.lengths) != n_rows:
+            raise ValueError(f"lengths: {len(self.lengths)} for {n_rows} rows")
         self.rng = np.random.default_rng(seed)
-        self.order = self.rng.permutation(n_rows)
+        self.order = self._pass()
         self.position = 0
+
+    def _pass(self) -> np.ndarray:
+        order = self.rng.permutation(self.n_rows)
+        if self.lengths is None:
+            return order
+        window = LENGTH_WINDOW * self.batch_size
+        order = np.concatenate(
+            [w[np.argsort(self.lengths[w], kind="stable")] for w in np.split(order, range(window, self.n_rows, window))]
+        )
+        full = self.n_rows // self.batch_size
+        batches = order[: full * self.batch_size].reshape(full, self.batch_size)[self.rng.permutation(full)]
+        return np.concatenate([batches.ravel(), order[full * self.batch_size :]])
 
     def __len__(self) -> int:
         """Batches per pass (the last one may be short)."""
@@ -241,7 +264,7 @@ class TaskBatches:
 
     def next(self) -> np.ndarray:
         if self.position >= self.n_rows:
-            self.order, self.position = self.rng.permutation(self.n_rows), 0
+            self.order, self.position = self._pass(), 0
         rows = self.order[self.position : self.position + self.batch_size]
         self.position += len(rows)
         return rows

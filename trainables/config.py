@@ -150,6 +150,9 @@ class TrainConfig:
     pad_to_multiple_of: int | None = None  # None: 8 on CUDA (tensor-core shapes), 1 on CPU (bit-identical)
     compile: bool = False  # torch.compile the training forward (dynamic shapes)
     prefetch: bool = True  # collate the next batch in a background thread during the current step
+    # training batches of similar lengths (trainables.batching.TaskBatches): less padding, the same rows per pass;
+    # off by default, the published recipe's random batches
+    group_by_length: bool = False
 
     def __post_init__(self) -> None:
         if not self.tasks:

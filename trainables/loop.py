@@ -84,7 +84,13 @@ class Trainer:
         # one stream of seeds: sampler, one per task's batch order, then the strategy's (PCGrad's orders)
         seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(config.seed).spawn(len(self.names) + 2)]
         self.batches = [
-            TaskBatches(len(self.data[n].train), config.batch_size, s) for n, s in zip(self.names, seeds[1:-1])
+            TaskBatches(
+                len(self.data[n].train),
+                config.batch_size,
+                s,
+                self.data[n].train.lengths() if config.group_by_length else None,
+            )
+            for n, s in zip(self.names, seeds[1:-1])
         ]
         self.sampler = make_sampler(config.sampling, config.task_weights(), config.epochs, seeds[0])
         # micro-batches per optimizer step: grad_accum drawn by the sampler, or one of every task

@@ -80,6 +80,7 @@ def parser() -> ArgumentParser:
     )
     p.add_argument("--compile", action="store_true", help="torch.compile the training forward (dynamic shapes)")
     p.add_argument("--no-prefetch", action="store_true", help="collate each batch in the training thread")
+    p.add_argument("--group-by-length", action="store_true", help="training batches of similar lengths: less padding")
     p.add_argument("--metrics-out", help="write every epoch's metrics to this JSON file")
     p.add_argument("--verbose", action="store_true")
     return p
@@ -143,6 +144,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
         pad_to_multiple_of=args.pad_to_multiple_of,
         compile=args.compile,
         prefetch=not args.no_prefetch,
+        group_by_length=args.group_by_length,
     )
 
 

@@ -373,6 +373,7 @@ def base_config(cfg: SearchConfig, study: Study, preset: Preset) -> TrainConfig:
         protocol=cfg.protocol,
         data_dir=str(Path(cfg.data_dir or data_root()).resolve()),
         precision=cfg.precision or preset.precision,
+        group_by_length=preset.group_by_length,
         evaluate_test=False,  # nothing in the search may look at test; finalize's runs score it on fresh seeds
     )
 

@@ -509,3 +509,45 @@ def test_train_fraction_and_layers_round_trip_through_the_flat_dict(tiny_bert):
     # a trial config written before them: every row, every layer
     older = {k: v for k, v in flat.items() if k not in ("train_fraction", "encoder.layers")}
     assert TrainConfig.from_dict(older) == plain
+
+
+def test_length_grouped_batches_cover_every_row_once_a_pass_and_pad_less():
+    from trainables.batching import LENGTH_WINDOW, TaskBatches
+
+    lengths = np.random.default_rng(0).integers(5, 33, size=1000)
+    grouped, plain = TaskBatches(1000, 16, 3, lengths), TaskBatches(1000, 16, 3)
+    passes = []
+    for _ in range(2):
+        batches = [grouped.next() for _ in range(len(grouped))]
+        assert sorted(np.concatenate(batches)) == list(range(1000))
+        assert [len(b) for b in batches] == [16] * 62 + [8]  # the short batch last
+        widths = [lengths[b].max() for b in batches]
+        random_widths = [lengths[plain.next()].max() for _ in range(len(plain))]
+        assert np.mean(widths) < np.mean(random_widths) - 5
+        passes.append({tuple(sorted(b)) for b in batches})
+    # sorted within windows of a random order, not over the whole task: each pass forms other batches
+    assert LENGTH_WINDOW * 16 < 1000 and not passes[0] & passes[1]
+    first_pass = grouped.order.copy()
+    state = grouped.state_dict()
+    again = TaskBatches(1000, 16, 99, lengths)
+    again.load_state_dict(state)
+    assert np.array_equal(again.order, first_pass) and again.next().tolist() == grouped.next().tolist()
+
+
+def test_a_length_grouped_run_is_its_own_config_and_resumes_exactly(tiny_bert, tmp_path):
+    from spaces.canonical import canonical_key
+
+    plain = tiny_config(tiny_bert, epochs=2)
+    config = plain.with_(group_by_length=True)
+    assert canonical_key(config) != canonical_key(plain)
+    assert TrainConfig.from_dict(config.to_dict()) == config
+    older = {k: v for k, v in config.to_dict().items() if k != "group_by_length"}  # written before the option
+    assert TrainConfig.from_dict(older) == plain
+    straight = strip_timing(train(config))
+    first = Trainer(config)
+    resumed = [first.run_epoch()]
+    first.save(tmp_path / "ckpt.pt")
+    second = Trainer(config)
+    second.load(tmp_path / "ckpt.pt")
+    resumed.append(second.run_epoch())
+    assert strip_timing(resumed) == straight
