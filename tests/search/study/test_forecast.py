@@ -85,7 +85,7 @@ def test_a_slow_machine_gets_fewer_rows_a_fast_one_the_preset(caplog, monkeypatc
 
     fast = replace(smoke_plan(), kind=PacedKind(step=0.05))
     assert sized(fast, False, replan).base.max_train_examples == 900 and not asked
-    slow = replace(smoke_plan(), kind=PacedKind(step=0.6))
+    slow = replace(smoke_plan(), kind=PacedKind(step=0.4))
     fitted = sized(slow, False, replan)
     ((train, evaluated),) = asked
     assert train < 900 and evaluated < 1500 and train / 900 == pytest.approx(evaluated / 1500, abs=0.01)
