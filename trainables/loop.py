@@ -109,7 +109,7 @@ class Trainer:
             configure_cuda_math()
         self.forward = self._compiled_forward() if config.compile else self.model
         # fused: one kernel for the whole update. On the CPU too: foreach AdamW took a third of MiniLM's step
-        # there (0.18 of 0.51 s at batch 16, fused 0.03; benchmarks/README.md, throughput); same math
+        # there (0.18 of 0.51 s at batch 16, fused 0.03; benchmarks/results/HISTORY.md); same math
         self.optimizer = torch.optim.AdamW(
             self.strategy.param_groups(), lr=config.lr, fused=self.device.type in FUSED_ADAMW or None
         )
