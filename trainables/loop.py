@@ -83,15 +83,7 @@ class Trainer:
 
         # one stream of seeds: sampler, one per task's batch order, then the strategy's (PCGrad's orders)
         seeds = [int(s.generate_state(1)[0]) for s in np.random.SeedSequence(config.seed).spawn(len(self.names) + 2)]
-        self.batches = [
-            TaskBatches(
-                len(self.data[n].train),
-                config.batch_size,
-                s,
-                self.data[n].train.lengths() if config.group_by_length else None,
-            )
-            for n, s in zip(self.names, seeds[1:-1])
-        ]
+        self.batches = [self._task_batches(n, s) for n, s in zip(self.names, seeds[1:-1])]
         self.sampler = make_sampler(config.sampling, config.task_weights(), config.epochs, seeds[0])
         # micro-batches per optimizer step: grad_accum drawn by the sampler, or one of every task
         self.accum = len(self.names) if config.optim.step_mode == "all" else config.grad_accum
@@ -129,6 +121,11 @@ class Trainer:
         self.torch_rng = torch.get_rng_state()
         self.cuda_rng = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
         self.loss_fn = nn.CrossEntropyLoss()  # ignores IGNORE (-100) positions by default
+
+    def _task_batches(self, name: str, seed: int) -> TaskBatches:
+        train = self.data[name].train
+        lengths = train.lengths() if self.config.group_by_length else None
+        return TaskBatches(len(train), self.config.batch_size, seed, lengths)
 
     def _compiled_forward(self) -> Callable[..., torch.Tensor]:
         # the shared encoder only: a compiled whole model guards on the task name, one graph per
