@@ -387,7 +387,9 @@ def test_study_logs_to_a_tracking_server(tmp_path, tiny_bert):
         assert "multitask vs single-task on test acc_4way" in closing and "models:/absa-best/1" in closing
 
 
-@pytest.mark.slow
+# 25-30 s of CI's 12 minutes: make test-all; CI parses the README's study file (tests/spaces/test_study_file.py)
+# and trains file tasks in the core (tests/trainables/test_tasks.py)
+@pytest.mark.extended
 def test_readme_study_file_end_to_end(tmp_path, tiny_bert):
     """The README's example study file, as it stands, on two tiny CSV tasks of its own."""
     study = example_study(tmp_path / "my")

@@ -52,7 +52,7 @@ def test_loss_falls_on_a_tiny_model(tiny_bert):
 
 
 def test_same_seed_same_metrics_and_resume_is_exact(tiny_bert, tmp_path):
-    config = tiny_config(tiny_bert, epochs=3)
+    config = tiny_config(tiny_bert, epochs=2)
     straight = strip_timing(train(config))
     assert strip_timing(train(config)) == straight
     # stop after one epoch, restore into a fresh trainer, finish
@@ -61,7 +61,7 @@ def test_same_seed_same_metrics_and_resume_is_exact(tiny_bert, tmp_path):
     first.save(tmp_path / "ckpt.pt")
     second = Trainer(config)
     second.load(tmp_path / "ckpt.pt")
-    resumed += [second.run_epoch(), second.run_epoch()]
+    resumed += [second.run_epoch()]
     assert strip_timing(resumed) == straight
 
 
@@ -393,7 +393,9 @@ def test_compile_wraps_the_shared_encoder_only(tiny_bert):
     assert not any("_orig_mod" in key for key in trainer.model.state_dict())  # checkpoints keep their keys
 
 
-@pytest.mark.slow  # compiles the tiny encoder on the CPU (about 30 s on 2 cores)
+# compiles the tiny encoder on the CPU (10-40 s of CI's 12 minutes on 2 cores): make test-all; CI keeps
+# test_compile_wraps_the_shared_encoder_only, and benchmarks.gpu_check compiles on a GPU
+@pytest.mark.extended
 def test_compiled_training_builds_one_graph_for_every_task(tiny_bert):
     import torch._dynamo
     from torch._dynamo.utils import counters, guard_failures
