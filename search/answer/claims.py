@@ -124,6 +124,9 @@ class Risk:
     # the runs of every other multitask config whose features are all the winner's (at any lr): where one of them
     # failed, no feature the winner lacks explains it, and the winner is judged by its own runs
     alike: tuple[int, int] = (0, 0)
+    # runs of the study failed and no feature the winner lacks explains them all (search.answer.contenders.explaining):
+    # proneness may then follow nothing a config is made of, and the configs like the winner cannot speak for it
+    unexplained: bool = False
 
     def plus(self, winner: tuple[int, int], other: tuple[int, int]) -> Risk:
         """With the final seeds of both sides added (to their configs, the winner's group and the study)."""
@@ -134,6 +137,7 @@ class Risk:
             self.kin,
             (self.group[0] + winner[0], self.group[1] + winner[1]) if self.group[1] else (0, 0),
             self.alike,
+            self.unexplained,
         )
 
     @property
@@ -142,17 +146,19 @@ class Risk:
         it: a config is as prone to fail as the configs like it, and its own few clean runs alone bound nothing (0
         of 7 leaves 41%). Its own runs' where they failed, where a config made only of its features failed (no
         feature it lacks explains that failure: a config chosen on dev is the likeliest of all to be a prone one
-        that was lucky, and clean neighbours would dilute it), or without a group."""
-        if self.winner[0] or self.alike[0] or self.group[1] <= self.winner[1]:
+        that was lucky, and clean neighbours would dilute it), where nothing explains the study's failures, or without
+        a group."""
+        if self.winner[0] or self.alike[0] or self.unexplained or self.group[1] <= self.winner[1]:
             return rate_bound(*self.winner)
         return rate_bound(*self.group)
 
     @property
     def near(self) -> bool:
         """Whether a failure was seen where it says something of the winner: its own runs, the other side's, its
-        kin's, or those of a config alike to it (a single-task one at a like lr among them). Failures of unlike
-        configs elsewhere in the study do not make the winner suspect."""
-        return self.winner[0] > 0 or self.other[0] > 0 or self.kin[0] > 0 or self.alike[0] > 0
+        kin's, or those of a config alike to it (a single-task one at a like lr among them), or anywhere in the study
+        where no feature the winner lacks explains them. Failures of unlike configs elsewhere, that such a feature
+        explains, do not make the winner suspect."""
+        return self.winner[0] > 0 or self.other[0] > 0 or self.kin[0] > 0 or self.alike[0] > 0 or self.unexplained
 
 
 def rate_bound(collapsed: int, runs: int, confidence: float = RISK_CONFIDENCE) -> float:

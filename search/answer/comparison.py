@@ -267,6 +267,8 @@ def risk_sentence(claim: Claim) -> str:
         (g_failed, g_runs), at_most = risk.group, risk.bound
         if risk.alike[0] and not w_failed:
             like = f"; {risk.alike[0]} runs failed in configs made only of its features, so its own runs bound it"
+        elif risk.unexplained and not w_failed:
+            like = "; the study's failed configs have no auxiliary task or schema in common, so its own runs bound it"
         elif g_runs > w_runs and not w_failed:
             like = f"; with the configs sharing an auxiliary task or its schema at a like lr, {g_failed} of {g_runs}"
         else:

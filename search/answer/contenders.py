@@ -144,7 +144,9 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     # large one), else the largest group
     group = max((counts[g] for g in groups), key=lambda c: (1, rate_bound(*c)) if c[0] else (0, c[1]), default=[0, 0])
     sides = (tuple(counts[k]) for k in ("winner", "other", "study", "kin"))
-    return Risk(*sides, group=tuple(group), alike=tuple(counts["alike"]))  # type: ignore[arg-type]
+    failed = [features(r) for r, f in zip(table, failures) if any(f)]
+    unexplained = winner is not None and bool(failed) and not set.intersection(*failed)
+    return Risk(*sides, group=tuple(group), alike=tuple(counts["alike"]), unexplained=unexplained)  # type: ignore[arg-type]
 
 
 def counted_failures(row: TrialRecord, floor: float, late: float) -> list[bool]:

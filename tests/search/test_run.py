@@ -188,6 +188,8 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
         "1",
         "--seeds",
         "1",
+        "--epochs",
+        "2",  # the interruption and the resume, not the recipe: two epochs a trial are enough to cut between
     )
     proc = subprocess.Popen(
         args,
@@ -234,7 +236,9 @@ def test_resume_after_interrupt_loses_and_duplicates_nothing(tmp_path, tiny_bert
     assert r.returncode == 2 and "error: --name resumable: a study of that name exists" in r.stderr, r.stderr[-2000:]
 
     # no --model: a resumed study takes the encoder (and the data it needs) from the invocation it continues
-    args = study_args(tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable", "--no-finalize")
+    args = study_args(
+        tmp_path, tiny_bert, "--trials", "3", "--resume", "--name", "resumable", "--no-finalize", "--epochs", "2"
+    )
     args = args[: args.index("--model")] + args[args.index("--model") + 2 :]
     r = subprocess.run(args, cwd=tmp_path, env=study_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]

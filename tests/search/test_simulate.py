@@ -264,7 +264,9 @@ def test_on_a_ray_with_gpus_every_simulated_trial_asks_for_one(tmp_path, monkeyp
     assert runs["study"][0].data.params["gpus_per_trial"] == "1.0"
 
 
-@pytest.mark.slow
+# a Ray study (22 s of CI's 12 minutes): make test-all; CI holds the artifacts' place beside the store in
+# tests/search/tracking/test_runs.py
+@pytest.mark.extended
 def test_given_storage_and_tracking_uri_nothing_lands_in_the_working_folder(tmp_path):
     """No --optuna-storage: Optuna's file goes in the --storage folder, MLflow's artifacts (the trials' configs, the
     final runs', the report's) beside its store, said in the start line; the working folder gets results/ alone."""

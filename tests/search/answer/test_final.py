@@ -161,13 +161,14 @@ def test_search_risk_counts_degenerate_runs_not_weak_ones():
         flagged(row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.61)), (0, 0)),  # 0.61 learned a little: weak
     ]
     risk = search_risk(table, 0.58, "t01 sst2 sqrt", "t00 baseline")
-    assert risk == Risk((2, 2), (1, 2), (3, 7), (0, 3), (2, 5), (1, 5))  # alike: the baseline (its lr unrecorded)
+    # alike: the baseline (its lr unrecorded); unexplained: the failed baseline and SST-2 config share no feature
+    assert risk == Risk((2, 2), (1, 2), (3, 7), (0, 3), (2, 5), (1, 5), unexplained=True)
     # "": no trial; the group: every run of a config with SST-2 (each row's auxiliary task) at a like lr; alike:
     # those of the other configs made of SST-2 alone (t01's two failures among them) and of the baseline
-    assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((0, 2), (0, 0), (3, 7), (2, 3), (2, 5), (3, 5))
+    assert search_risk(table, 0.58, "t03 pos sqrt", "") == Risk((0, 2), (0, 0), (3, 7), (2, 3), (2, 5), (3, 5), True)
     # without a floor, only the diverged run fails where no flag says more
     risk = search_risk(table, math.nan, "t01 sst2 sqrt", "t00 baseline")
-    assert risk == Risk((1, 2), (0, 2), (1, 7), (0, 3), (1, 5), (0, 5))
+    assert risk == Risk((1, 2), (0, 2), (1, 7), (0, 3), (1, 5), (0, 5))  # one failed config: SST-2 sqrt's features
     # the trainer's flag decides where there is one: a run at 0.70 whose predictions are constant failed
     table[3] = flagged(row("t03 pos sqrt", "completed", 0.72, False, (0.72, 0.70)), (0, 1))
     assert search_risk(table, 0.58, "t03 pos sqrt", "").winner == (1, 2)
@@ -176,6 +177,7 @@ def test_search_risk_counts_degenerate_runs_not_weak_ones():
 def test_failures_of_unlike_configs_do_not_make_the_winner_suspect():
     from dataclasses import replace
 
+    from search.answer.claims import rate_bound
     from search.answer.contenders import kin, search_risk
 
     table = [
@@ -195,6 +197,12 @@ def test_failures_of_unlike_configs_do_not_make_the_winner_suspect():
     # beside t02's failure, PoS explains both (t02 failed without sqrt): t03's is no longer the winner's schema's
     told = search_risk([*table[:3], replace(table[3], lr=4e-5)], 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
     assert told.kin == (0, 0) and not told.near
+    # failures that share no feature (PoS square's, and SST-2 random's at 50 times the winner's lr): nothing a
+    # config is made of explains them, proneness may be any config's, and only the winner's own runs bound it
+    scattered = [*table[:3], replace(flagged(row("t04 sst2 random", "completed", 0.63, False, (0.63,), aux="sst2"),
+                                             (1,)), schema="random", lr=1e-3)]  # fmt: skip
+    risk = search_risk(scattered, 0.58, "t01 sst2+sentihood sqrt", "t00 baseline")
+    assert risk.unexplained and risk.near and risk.kin == (0, 0) and risk.bound == rate_bound(*risk.winner)
 
 
 def test_a_run_stopped_while_degenerate_is_no_failure_where_runs_were_seen_to_recover():
