@@ -159,9 +159,8 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
     assert (more.strategy.name, more.trials, len(more.points)) == ("cells-halving", 50, 43)  # 7 TPE trials after
     flagged = planned(SearchConfig("absa", preset="full", reduction_factor=2, first_rung_seeds=2))
     assert (flagged.rungs.reduction_factor, flagged.schedule.first) == (2, 2)  # flags come first
-    smoke = planned(SearchConfig("absa", preset="smoke"))  # 4 trials cannot screen 43 cells
-    # the baseline and SST-2 alone: two of the 4 trials left to the sampler
-    assert (smoke.strategy.name, smoke.schedule, len(smoke.points)) == ("tpe-tasks", None, 2)
+    smoke = planned(SearchConfig("absa", preset="smoke"))  # 6 trials cannot screen 43 cells
+    assert (smoke.strategy.name, smoke.schedule, len(smoke.points)) == ("tpe-tasks", None, 4)
     # the baseline, then each auxiliary task alone at square (the primary's share of an epoch: 0.8), 2 TPE trials
     assert [sorted(k for k, v in p.items() if k.startswith("aux/") and v) for p in smoke.points] == [
         [],
@@ -286,7 +285,7 @@ def test_strata_or_a_hedge_without_cohort_halving_is_refused_in_one_line(kw):
 
 
 def test_a_hedge_where_the_default_resolved_to_tpe_says_why():
-    with pytest.raises(ConfigError, match=r"has none \(--search tpe-tasks: 4 trials cannot hold the 43 cells") as info:
+    with pytest.raises(ConfigError, match=r"has none \(--search tpe-tasks: 6 trials cannot hold the 43 cells") as info:
         planned(SearchConfig("absa", preset="smoke", hedge=2))
     assert "--search cells-halving has it" in str(info.value)
 
