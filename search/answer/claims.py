@@ -124,8 +124,9 @@ class Risk:
     # the runs of every other multitask config whose features are all the winner's (at any lr): where one of them
     # failed, no feature the winner lacks explains it, and the winner is judged by its own runs
     alike: tuple[int, int] = (0, 0)
-    # runs of the study failed and no feature the winner lacks explains them all (search.answer.contenders.explaining):
-    # proneness may then follow nothing a config is made of, and the configs like the winner cannot speak for it
+    # runs of the study failed and the failed configs have no auxiliary task or schema in common (a failed single-task
+    # run has none): proneness may then follow nothing a config is made of, and configs like the winner cannot speak
+    # for it
     unexplained: bool = False
 
     def plus(self, winner: tuple[int, int], other: tuple[int, int]) -> Risk:
@@ -156,8 +157,8 @@ class Risk:
     def near(self) -> bool:
         """Whether a failure was seen where it says something of the winner: its own runs, the other side's, its
         kin's, or those of a config alike to it (a single-task one at a like lr among them), or anywhere in the study
-        where no feature the winner lacks explains them. Failures of unlike configs elsewhere, that such a feature
-        explains, do not make the winner suspect."""
+        where the failed configs have no feature in common (:attr:`unexplained`). Other failures of unlike configs
+        elsewhere do not make the winner suspect."""
         return self.winner[0] > 0 or self.other[0] > 0 or self.kin[0] > 0 or self.alike[0] > 0 or self.unexplained
 
 

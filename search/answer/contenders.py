@@ -122,7 +122,8 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     winner = next((r for r in table if r.key == winner_key), None)
     groups = sorted(features(winner)) if winner is not None else []
     failures = [counted_failures(r, floor, late) for r in table]
-    told = explaining([features(r) for r, f in zip(table, failures) if any(f)], winner)
+    broken = [features(r) for r, f in zip(table, failures) if any(f)]  # the failed configs' features
+    told = explaining(broken, winner)
     counts = {"winner": [0, 0], "other": [0, 0], "study": [0, 0], "kin": [0, 0], "alike": [0, 0]}
     counts |= {g: [0, 0] for g in groups}
     for r, failed_runs in zip(table, failures):
@@ -144,8 +145,7 @@ def search_risk(table: Sequence[TrialRecord], floor: float, winner_key: str, oth
     # large one), else the largest group
     group = max((counts[g] for g in groups), key=lambda c: (1, rate_bound(*c)) if c[0] else (0, c[1]), default=[0, 0])
     sides = (tuple(counts[k]) for k in ("winner", "other", "study", "kin"))
-    failed = [features(r) for r, f in zip(table, failures) if any(f)]
-    unexplained = winner is not None and bool(failed) and not set.intersection(*failed)
+    unexplained = winner is not None and bool(broken) and not set.intersection(*broken)
     return Risk(*sides, group=tuple(group), alike=tuple(counts["alike"]), unexplained=unexplained)  # type: ignore[arg-type]
 
 
