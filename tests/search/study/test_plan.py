@@ -159,20 +159,21 @@ def test_the_default_search_screens_the_cells_where_the_trials_hold_them_and_rec
     assert (more.strategy.name, more.trials, len(more.points)) == ("cells-halving", 50, 43)  # 7 TPE trials after
     flagged = planned(SearchConfig("absa", preset="full", reduction_factor=2, first_rung_seeds=2))
     assert (flagged.rungs.reduction_factor, flagged.schedule.first) == (2, 2)  # flags come first
-    smoke = planned(SearchConfig("absa", preset="smoke"))  # 6 trials cannot screen 43 cells
-    assert (smoke.strategy.name, smoke.schedule, len(smoke.points)) == ("tpe-tasks", None, 4)
-    # the baseline, then each auxiliary task alone at square (the primary's share of an epoch: 0.8), 2 TPE trials
-    assert [sorted(k for k, v in p.items() if k.startswith("aux/") and v) for p in smoke.points] == [
+    smoke = planned(SearchConfig("absa", preset="smoke"))  # 4 trials cannot screen 43 cells
+    assert (smoke.strategy.name, smoke.schedule, len(smoke.points)) == ("tpe-tasks", None, 2)
+    assert "cannot hold" in smoke.search_reason
+    more = planned(SearchConfig("absa", preset="smoke", trials=6))
+    # the baseline, then each auxiliary task alone at square (the primary's share of an epoch: 0.8), as many as
+    # leave TPE two trials
+    assert [sorted(k for k, v in p.items() if k.startswith("aux/") and v) for p in more.points] == [
         [],
         ["aux/sst2"],
         ["aux/pos"],
         ["aux/sentihood"],
     ]
-    assert [p["schema"] for p in smoke.points[1:]] == ["square"] * 3 and smoke.points[1]["multitask"]
-    assert smoke.points[1]["lr"] == smoke.points[0]["lr"] == smoke.base.lr
-    few = planned(SearchConfig("absa", preset="smoke", trials=4))
-    assert len(few.points) == 2  # as many task points as leave TPE two trials
-    assert "cannot hold" in smoke.search_reason
+    assert [p["schema"] for p in more.points[1:]] == ["square"] * 3 and more.points[1]["multitask"]
+    assert more.points[1]["lr"] == more.points[0]["lr"] == more.base.lr
+    assert [p["aux/sst2"] for p in smoke.points] == [False, True]  # 4 trials: the baseline and SST-2 alone
     named = planned(SearchConfig("absa", preset="smoke", search="cells-halving"))  # its budget: every cell
     assert (named.strategy.name, named.search_reason, len(named.points), named.trials) == ("cells-halving", "", 43, 43)
     cut = planned(SearchConfig("absa", preset="smoke", search="cells-halving", trials=6))
@@ -285,7 +286,7 @@ def test_strata_or_a_hedge_without_cohort_halving_is_refused_in_one_line(kw):
 
 
 def test_a_hedge_where_the_default_resolved_to_tpe_says_why():
-    with pytest.raises(ConfigError, match=r"has none \(--search tpe-tasks: 6 trials cannot hold the 43 cells") as info:
+    with pytest.raises(ConfigError, match=r"has none \(--search tpe-tasks: 4 trials cannot hold the 43 cells") as info:
         planned(SearchConfig("absa", preset="smoke", hedge=2))
     assert "--search cells-halving has it" in str(info.value)
 
