@@ -37,7 +37,8 @@ SMOKE = Preset(
     note=SMOKE_NOTE.format("180 training sentences", "SemEval", "all 293 dev sentences"),
 )
 # absa's smoke preset since 2026-11-25 (issue 30): 3 epochs, so that its multitask trials leave the majority rate;
-# since 2026-12-07 (issue 57) 4, in length-grouped batches, so that its models name aspects
+# since 2026-12-07 (issue 57) 4, in length-grouped batches, so that its models name aspects; then 4 trials of 5, so
+# that the registered model names the price of a plain sentence
 ABSA_SMOKE = dataclasses.replace(
     SMOKE,
     epochs=5,
