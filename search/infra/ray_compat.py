@@ -68,9 +68,8 @@ class SchedulerSavingLimiter(ConcurrencyLimiter):
     def get_state(self) -> dict:
         state = {k: v for k, v in self.__dict__.items() if k not in ("searcher", "scheduler", SCHEDULER_STATE)}
         state = copy.deepcopy(state)
-        scheduler = self.__dict__.get("scheduler")  # absent in a limiter pickled before it saved schedulers
-        if scheduler is not None:
-            state[SCHEDULER_STATE] = scheduler.saved_state()
+        if self.scheduler is not None:
+            state[SCHEDULER_STATE] = self.scheduler.saved_state()
         return state
 
     def set_state(self, state: dict) -> None:
@@ -118,7 +117,7 @@ def adopt_saved_state(scheduler: Any, tune_controller: Any) -> bool:
     back (once: the first trial Tune adds). Whether it took a saved state now."""
     limiter = getattr(getattr(tune_controller, "search_alg", None), "searcher", None)  # searcher_of, if any
     if not isinstance(limiter, SchedulerSavingLimiter):
-        return False  # a study saved before the limiter saved schedulers, or a test's controller
+        return False  # a test's controller
     saved = limiter.take_scheduler_state()
     if saved is not None:
         scheduler.take_back(saved)

@@ -4,9 +4,8 @@ rule (:mod:`search.study.cohort_rule`) takes once a rung's cohort is complete. N
 resume), and the simulator drives that adapter as Tune does.
 
 Its state (:class:`CohortState`) is versioned plain data, saved with the experiment: ``to_state()`` gives
-plain dicts, lists and numbers, ``CohortState.from_state`` reads them back, and reads the unversioned state
-that studies saved before it (the scheduler's whole ``__dict__``) through :func:`CohortState.from_legacy`; a
-version it does not know is refused in one line naming it.
+plain dicts, lists and numbers, ``CohortState.from_state`` reads them back; a state of another version (or
+none) is refused in one line naming it (``--resume`` refuses another study format before: ``STUDY_FORMAT``).
 """
 
 from __future__ import annotations
@@ -65,21 +64,13 @@ class CohortState:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> CohortState:
-        """The state :meth:`to_state` wrote; an unversioned one through :meth:`from_legacy`."""
-        if "version" not in state:
-            return cls.from_legacy(state)
-        if state["version"] != STATE_VERSION:
+    def from_state(cls, saved: dict[str, Any]) -> CohortState:
+        """The state :meth:`to_state` wrote, its lists as sets again."""
+        if saved.get("version") != STATE_VERSION:
             raise CohortStateError(
-                f"cohort halving state version {state['version']!r}: this code reads version {STATE_VERSION} "
+                f"cohort halving state version {saved.get('version')!r}: this code reads version {STATE_VERSION} "
                 "(a study saved by another version of mtl-search; resume it with that version)"
             )
-        return cls.from_legacy(state)
-
-    @classmethod
-    def from_legacy(cls, saved: dict[str, Any]) -> CohortState:
-        """The cohort's fields of a saved scheduler ``__dict__`` (before the state had a version): fields a
-        study saved before they existed (exposure strata, the floor) start empty, the rule it decided with."""
         names = {f.name for f in fields(cls)}
         state = cls(**{k: v for k, v in saved.items() if k in names})
         state.members = list(state.members)
@@ -261,13 +252,6 @@ class CohortRungs:
         for held in (s.doomed, s.waiting, s.resume):
             held.discard(trial_id)
         return was_waiting
-
-    def passed_below(self, trial_id: str, epoch: float) -> None:
-        """A trial rebuilt from its last result (a study saved before the scheduler's state was): every rung
-        below its epoch was decided and passed by it."""
-        for rung in self.rungs:
-            if rung < epoch:
-                self.state.going_on.setdefault(rung, set()).add(trial_id)
 
     def reconcile(self, trial_id: str, recent: list[tuple[float, float, float | None]]) -> list[float]:
         """A cohort trial restored with its recent results (``(epoch, value, passes)``, oldest first, the last

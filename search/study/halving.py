@@ -38,7 +38,6 @@ trials not paused against ``--max-concurrent``, and resumes a paused winner only
 from __future__ import annotations
 
 import copy
-from dataclasses import fields
 from typing import Any
 
 from ray.tune.schedulers import TrialScheduler
@@ -57,9 +56,6 @@ class CohortHalving(ContenderKeepingASHA):
     first trials are its first points (decided together). The rungs' state is ``state`` (versioned plain data,
     saved with the experiment through :meth:`saved_state`); this class turns Tune's calls into it and carries
     out its answers (pause, stop, resume, the searcher told of every pause)."""
-
-    SAVED_DEFAULTS = {**ContenderKeepingASHA.SAVED_DEFAULTS, "screen": None, "strata": 1, "hedged_at": frozenset()}
-    SAVED_DEFAULTS |= {"floor": None}
 
     def __init__(
         self,
@@ -83,24 +79,15 @@ class CohortHalving(ContenderKeepingASHA):
         self.floor = floor  # the objective's majority rate (the metric's own sign); None: unknown
         self.state = CohortState()
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # Tune's tuner.pkl holds the scheduler as the study created it: one pickled before screens, exposure strata,
-        # the hedge and the floor takes their neutral values (the rule it decided with), and one pickled before the
-        # cohort's state had a version has its fields converted (CohortState.from_legacy)
-        super().__setstate__(without_cohort_fields(state))
-        if "state" not in state:
-            self.state = CohortState.from_legacy(state)
-
     def saved_state(self) -> dict[str, Any]:
         """What the limiter saves with the experiment: ASHA's own fields as they are, the cohort's versioned."""
         asha = copy.deepcopy({k: v for k, v in self.__getstate__().items() if k != "state"})
         return {**asha, COHORT_STATE: self.state.to_state()}
 
     def take_back(self, saved: dict[str, Any]) -> None:
-        """A resumed study's saved state; one saved before the cohort's state had a version is converted."""
-        cohort = saved.get(COHORT_STATE)
-        self.__dict__.update(without_cohort_fields({k: v for k, v in saved.items() if k != COHORT_STATE}))
-        self.state = CohortState.from_state(cohort if cohort is not None else saved)
+        """A resumed study's saved state (:meth:`saved_state`)."""
+        self.__dict__.update({k: v for k, v in saved.items() if k != COHORT_STATE})
+        self.state = CohortState.from_state(saved[COHORT_STATE])
 
     def rungs_of(self) -> CohortRungs:
         """The pure rungs over this study's state, with the rule at its current metric sign."""
@@ -121,8 +108,6 @@ class CohortHalving(ContenderKeepingASHA):
             self.requeued(trial)
         elif known:
             self.retried(trial)
-        elif trial.last_result and trial.trial_id in self.state.members:
-            self.restored(tune_controller, trial)
 
     def state_taken_back(self) -> None:
         self.requeueing = True  # the trials Tune adds until its first step are the restored ones
@@ -190,26 +175,6 @@ class CohortHalving(ContenderKeepingASHA):
         passes = passes if len(passes) == len(epochs) else [None] * len(epochs)
         op = self._metric_op
         return [(float(e), op * float(v), None if p is None else float(p)) for e, v, p in zip(epochs, values, passes)]
-
-    def restored(self, tune_controller, trial) -> None:
-        """A cohort trial of a resumed study saved before the limiter saved the scheduler's state, added again
-        with its last result: the rungs are rebuilt from the trials: every rung below a trial's last epoch was
-        decided and passed by it, an ended trial waits for nothing, and a live one's last result stands at its
-        rung (a paused one waits there again, or goes on where its rung was decided: :meth:`release_late`)."""
-        result = self.paired(trial, trial.last_result)
-        epoch = float(result.get(self._time_attr, 0))
-        rungs = self.rungs_of()
-        rungs.passed_below(trial.trial_id, epoch)
-        if trial.status in ENDED:
-            self.state.ended.add(trial.trial_id)
-        elif epoch in rungs.rungs and self._metric in result:
-            value = self._metric_op * float(result[self._metric])
-            rungs.record(trial.trial_id, epoch, value, None)
-            self.record(epoch, self.state.sides.get(trial.trial_id), value)
-            if trial.status == PAUSED:
-                self.state.waiting.add(trial.trial_id)
-                searcher_of(tune_controller).on_pause(trial.trial_id)
-        self.decide_ready(tune_controller)
 
     # -- results --------------------------------------------------------------------
     def on_trial_result(self, tune_controller, trial, result: dict) -> str:
@@ -321,14 +286,6 @@ class CohortHalving(ContenderKeepingASHA):
 
 COHORT_STATE = "cohort_state"  # the key of the cohort's versioned state in the saved scheduler state
 ACTIONS = {CONTINUE: TrialScheduler.CONTINUE, PAUSE: TrialScheduler.PAUSE, STOP: TrialScheduler.STOP}
-
-
-def without_cohort_fields(saved: dict[str, Any]) -> dict[str, Any]:
-    """A saved scheduler ``__dict__`` less the fields the cohort's state holds now (an unversioned save)."""
-    return {k: v for k, v in saved.items() if k not in COHORT_FIELDS}
-
-
-COHORT_FIELDS = frozenset(f.name for f in fields(CohortState))
 
 
 def limiter_of(searcher: Searcher, scheduler: TrialScheduler, max_concurrent: int) -> SchedulerSavingLimiter:

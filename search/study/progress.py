@@ -10,12 +10,11 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, TextIO
+from typing import Any, TextIO
 
 from ray.tune import Callback, ProgressReporter
 
 from search.infra.tune_status import PAUSED, RUNNING
-from search.study.legacy import SavedDefaults
 from search.tracking.outcome import COMPLETED, FAILED, PRUNED, TUNE_ENDED, outcome
 from search.tracking.tracker import error_reason
 from trainables.fidelity import SEED_COUNT, SeedSchedule
@@ -98,7 +97,7 @@ def score_text(result: dict[str, Any], objective: str) -> str:
 
 
 @dataclass(frozen=True)
-class Work(SavedDefaults):
+class Work:
     """What the scheduler still expects a study to train, in seed-epochs (an epoch of one seed): ``seeds`` per
     trial (K), the last epoch ``max_t``, the rung epochs below it and the odds a trial goes on at each
     (``passes``; none given: ASHA's 1/reduction_factor). Results are taken as exchangeable; the baseline and
@@ -110,7 +109,6 @@ class Work(SavedDefaults):
     reduction_factor: int = 2
     passes: tuple[float, ...] = ()  # per rung; cohort halving's from its expected course (search.study.tuner)
     fidelity: Mapping[str, Any] | None = None  # the study's seed schedule, for trials not created yet
-    SAVED_DEFAULTS: ClassVar[dict[str, Any]] = {"passes": (), "fidelity": None}
 
     def passing(self, index: int) -> float:
         passes = self.passes
@@ -189,9 +187,6 @@ class StudyStatus(ProgressReporter):
     """Tune's progress report as one line a minute (and at the end). Replaces Tune's CLIReporter,
     whose table repeated every 30 s under a "Current best trial" that ranks last results of any
     epoch: a trial ASHA stopped at epoch 1 against completed ones."""
-
-    work: Work | None = None  # a reporter pickled before the ETA existed (a study resumed across versions) has none
-    forecast: Any = None  # the run's forecast from this machine's pace (search.study.forecast), where one was made
 
     def __init__(
         self,

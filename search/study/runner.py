@@ -24,7 +24,7 @@ from search.study.sizing import sized
 from search.study.tuner import Launch, new_tuner, restored_tuner, work_of
 from search.tracking import runs
 from search.tracking.outcome import FAILED, TUNE_ENDED, outcome
-from search.tracking.records import Invocation
+from search.tracking.records import Invocation, check_resumable
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,9 @@ def recorded(cfg: SearchConfig, stores: Stores) -> Started:
     """``--resume``: the study invocation it continues (``--name``, else the latest), as its parent run recorded it."""
     name = cfg.name or latest_experiment(stores.storage, cfg.study, cfg.preset)
     _, parent_run = runs.find_parent(runs.client(stores.tracking_uri), cfg.study, name)
-    return Started(name, Invocation.from_params(parent_run.data.params), parent_run.info.run_id)
+    invocation = Invocation.from_params(parent_run.data.params)
+    check_resumable(invocation, name)  # before anything reads what Tune pickled
+    return Started(name, invocation, parent_run.info.run_id)
 
 
 def run_study(cfg: SearchConfig, kinds: Kinds, end: StudyEnd) -> StudyOutcome:

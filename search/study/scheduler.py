@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
 from search.infra.ray_compat import adopt_saved_state, drop_missing_checkpoint
 from search.infra.tune_status import ENDED, PAUSED, PENDING
-from search.study.legacy import SavedDefaults
 from trainables.fidelity import SeedSchedule, prefix_mean
 from trainables.results import per_seed
 from trainables.trial import NESTED, TrialConfig
@@ -59,7 +58,7 @@ def side_of(config: dict[str, Any]) -> str | None:
     return MULTITASK if len(trial.train.tasks) > 1 else SINGLE_TASK
 
 
-class ContenderKeepingASHA(SavedDefaults, ASHAScheduler):
+class ContenderKeepingASHA(ASHAScheduler):
     """Reads ASHA's private ``_time_attr``, ``_max_t``, ``_metric_op`` and ``_num_stopped`` (no
     public getters in Ray 2.60); a stop it overrides is taken back out of ASHA's count of stopped
     trials. ``leaders`` ((epoch, side) -> best score so far, in ASHA's maximising sign) is saved with
@@ -67,12 +66,8 @@ class ContenderKeepingASHA(SavedDefaults, ASHAScheduler):
     and a resumed study takes it back (:mod:`search.infra.ray_compat`: Ray saves no scheduler).
 
     ``schedule``: the study's seed schedule, or None (every trial trains every seed: ASHA as
-    before). A scheduler pickled before a field existed takes :data:`SAVED_DEFAULTS` for it.
+    before).
     """
-
-    # what a scheduler pickled before a field existed takes back for it (Tune's tuner.pkl holds the scheduler as
-    # the study created it): the neutral value, the rule it decided with
-    SAVED_DEFAULTS: ClassVar[dict[str, Any]] = {"schedule": None, "leaders": {}}
 
     def __init__(self, *args: Any, schedule: SeedSchedule | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -174,9 +169,6 @@ class ContenderKeepingASHA(SavedDefaults, ASHAScheduler):
 
 
 LIVE = "_live"  # the scheduler's field of Tune's live trials (ContenderKeepingASHA.live): neither saved nor pickled
-
-# the name studies saved before 2026-11-25 pickled (Tuner.restore unpickles it by name)
-BaselineKeepingASHA = ContenderKeepingASHA
 
 
 def family_of(config: dict[str, Any]) -> str:

@@ -20,7 +20,6 @@ from search.study.ending import StudyEnd, tracking_unavailable
 from search.study.extend import extend_trials
 from search.study.halving import CohortHalving, limiter_of
 from search.study.kind import TrialData
-from search.study.legacy import accept_saved_before_rooms
 from search.study.names import check_new_name
 from search.study.plan import StudyPlan, cohort_families
 from search.study.prepare import ready
@@ -98,7 +97,6 @@ def restored_tuner(plan: StudyPlan, end: StudyEnd) -> Launch:
         logger.info(
             "%s: %d trials in total (started with %d)", plan.name, plan.trials, extend_trials(plan.path, plan.trials)
         )
-    accept_saved_before_rooms()
     trainable = trainable_of(plan, data)
     tuner = tune.Tuner.restore(plan.path, trainable=trainable, resume_unfinished=True, resume_errored=False)
     end.reopened(spool, plan.name, plan.path, plan.stores.optuna_storage, plan.resume_command)

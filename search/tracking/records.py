@@ -94,6 +94,12 @@ def objective_metric_of(objective: str, primary: str) -> str | None:
     return name[len(prefix) :] if name.startswith(prefix) else None
 
 
+# The format of what a study saves for ``--resume`` (Tune's pickles of the searcher, scheduler and callbacks, and
+# the scheduler's state in the limiter's): one number, raised whenever a pickled class moves or changes its fields.
+# A study saved in another format is refused in one line (:func:`check_resumable`), never converted.
+STUDY_FORMAT = 1  # 0: the studies started before the format was recorded (2026-11-22 to 12-07)
+
+
 @dataclass(frozen=True)
 class Invocation:
     """How a study was started: its parent MLflow run's params, written once by ``search.run``
@@ -120,6 +126,7 @@ class Invocation:
     screen: float = 0.0  # the screen point inside the first epoch (``--screen-fraction``); 0: none
     train_rows: int = 0  # training rows per task at most (``--train-rows``, or sized to the pace); 0: the preset's
     eval_rows: int = 0  # the primary's dev and test rows at most (``--eval-rows``, or sized); 0: the preset's
+    study_format: int = STUDY_FORMAT  # what the study saves for --resume; a run that records none saved format 0
 
     def to_params(self) -> dict[str, str]:
         out = {}
@@ -139,13 +146,25 @@ class Invocation:
             "first_rung_seeds": int,
             "train_rows": int,
             "eval_rows": int,
+            "study_format": int,
             "screen": float,
             "gpus_per_trial": float,
             "cpus_per_trial": float,
             "seeds": lambda v: tuple(int(s) for s in v.split(",") if s),
             "candidates": lambda v: tuple(filter(None, v.split(","))),
         }
-        return cls(**{f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls) if f.name in params})
+        given = {f.name: types.get(f.name, str)(params[f.name]) for f in fields(cls) if f.name in params}
+        return cls(**{"study_format": 0, **given})
+
+
+def check_resumable(invocation: Invocation, name: str) -> None:
+    """``--resume`` of a study saved in another format: refused in one line, with what to do instead."""
+    if invocation.study_format != STUDY_FORMAT:
+        raise ConfigError(
+            f"--resume: study {name} was saved in study format {invocation.study_format}, this version reads "
+            f"format {STUDY_FORMAT} only: resume it with the version that started it, or start a new study "
+            "without --resume (this one's MLflow runs stay readable by search.report and search.finalize)"
+        )
 
 
 def readable(value: float) -> float:

@@ -5,7 +5,6 @@ MLflow only where allowed, no function over 60 lines, the report without Ray, pr
 from __future__ import annotations
 
 import ast
-import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -185,30 +184,3 @@ def test_the_report_imports_no_ray():
     code = "import sys, search.report, search.answer.report; print(sorted(m for m in sys.modules if m == 'ray'))"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
-
-
-def test_an_experiment_saved_before_the_split_restores_its_pickled_classes():
-    """Tune pickles the Tuner's searcher, scheduler and callbacks by module path (protocol 0 globals
-    below, as a pickle of the old layout names them); --resume maps the old paths first."""
-    from search.infra.disk import StorageGuard
-    from search.simulation.trainable import simulated_trainable
-    from search.simulation.truth import Truth, load_truth
-    from search.study.legacy import accept_saved_before_rooms
-    from search.study.progress import TrialLines
-    from search.study.scheduler import BaselineKeepingASHA
-    from search.study.searcher import CanonicalOptunaSearch
-    from search.tracking.tracker import MLflowTracker
-
-    old = {
-        ("search.searcher", "CanonicalOptunaSearch"): CanonicalOptunaSearch,
-        ("search.scheduler", "BaselineKeepingASHA"): BaselineKeepingASHA,
-        ("search.tracking", "MLflowTracker"): MLflowTracker,
-        ("search.progress", "TrialLines"): TrialLines,
-        ("search.disk", "StorageGuard"): StorageGuard,
-        ("trainables.simulated.tune", "simulated_trainable"): simulated_trainable,
-        ("trainables.simulated.truth", "Truth"): Truth,
-        ("trainables.simulated.reading", "load_truth"): load_truth,
-    }
-    accept_saved_before_rooms()
-    for (module, name), cls in old.items():
-        assert pickle.loads(f"c{module}\n{name}\n.".encode()) is cls

@@ -66,29 +66,6 @@ def test_the_link_to_the_scheduler_is_not_pickled_with_the_limiter():
     assert pickle.loads(pickle.dumps(limiter)).scheduler is None
 
 
-def test_a_limiter_pickled_under_its_old_module_resumes(monkeypatch):
-    """A study saved while the limiters lived in ``search.study.limiter`` names that module in its pickled
-    searcher: ``legacy.accept_saved_before_rooms`` (run before ``Tuner.restore``) maps it onto the adapter."""
-    import pickle
-    import sys
-    import types
-
-    from search.infra import ray_compat as tune_compat
-    from search.study import legacy
-
-    old = types.ModuleType("search.study.limiter")
-    old.SchedulerSavingLimiter = tune_compat.SchedulerSavingLimiter
-    with monkeypatch.context() as m:
-        m.setitem(sys.modules, "search.study.limiter", old)
-        m.setattr(tune_compat.SchedulerSavingLimiter, "__module__", "search.study.limiter")
-        saved = pickle.dumps(tune_compat.SchedulerSavingLimiter(Searcher(), max_concurrent=2))
-    assert b"search.study.limiter" in saved
-    monkeypatch.delitem(sys.modules, "search.study.limiter", raising=False)
-    legacy.accept_saved_before_rooms()
-    restored = pickle.loads(saved)
-    assert type(restored) is tune_compat.SchedulerSavingLimiter and restored.max_concurrent == 2
-
-
 def test_a_trial_whose_last_checkpoint_is_gone_starts_again_and_one_whose_checkpoint_exists_is_kept(tmp_path):
     # Ray's own checkpoint manager and checkpoint: a saved experiment can name a checkpoint Tune deleted since
     from ray.train import Checkpoint, CheckpointConfig

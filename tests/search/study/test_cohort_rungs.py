@@ -68,15 +68,12 @@ def test_the_state_round_trips_as_plain_data_and_a_pickle():
     assert CohortState.from_state(pickle.loads(pickle.dumps(saved))) == rungs.state
 
 
-def test_an_unversioned_state_is_converted_and_an_unknown_version_refused_in_one_line():
-    legacy = {"members": ["base", "a"], "records": {1.0: {"base": 0.7}}, "going_on": {}, "ended": set()}
-    legacy |= {"waiting": {"base"}, "resume": set(), "doomed": set(), "families": {"base": "single-task"}}
-    legacy |= {"baselines": {"base"}, "sides": {"base": "single-task"}, "_max_t": 4}  # ASHA's own fields too
-    state = CohortState.from_state(legacy)
-    assert state.members == ["base", "a"] and state.waiting == {"base"} and state.exposure == {}
-    assert state.failed == set()  # a field saved before it existed starts empty: the rule it decided with
+def test_a_state_of_another_version_or_of_none_is_refused_in_one_line():
     with pytest.raises(CohortStateError, match=r"^cohort halving state version 99: this code reads version 1 "):
         CohortState.from_state({"version": 99})
+    unversioned = {"members": ["base", "a"], "records": {1.0: {"base": 0.7}}, "waiting": {"base"}, "_max_t": 4}
+    with pytest.raises(CohortStateError, match=r"^cohort halving state version None: this code reads version 1 "):
+        CohortState.from_state(unversioned)
 
 
 def test_a_state_older_than_the_trials_takes_in_what_their_recent_results_show():

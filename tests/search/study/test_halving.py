@@ -2,7 +2,6 @@
 epoch rung but the last; stopped trials are pruned and nothing waits forever
 (tests/search/simulation/test_halving_against_ray.py: the Ray path takes the same decisions)."""
 
-import copy
 import pickle
 from types import SimpleNamespace
 
@@ -258,24 +257,6 @@ def test_a_cohort_trial_retried_after_a_failure_is_live_again_in_a_new_and_in_a_
         assert s.state.going_on[2] == {"base", "a"} and "b" in s.state.ended and controller.stopped == []
 
 
-def test_a_study_saved_before_its_scheduler_state_rebuilds_its_rungs_from_the_trials_tune_restored():
-    """A study saved before the limiter saved the scheduler's state: a resumed study's starts empty and sees
-    the trials added again, each with its status and last result; the rungs below are decided, the open one
-    decided again at once."""
-    trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c", schema="anneal")]
-    restored = {"base": ("PENDING", 2, 0.80), "a": ("PAUSED", 2, 0.85), "b": ("TERMINATED", 1, 0.70)}
-    restored["c"] = ("PAUSED", 2, 0.79)
-    for t in trials:
-        t.status, epoch, value = restored[t.trial_id]
-        t.last_result = {"training_iteration": epoch, METRIC: value}
-    controller, s = Controller(trials), scheduler(4)
-    for t in trials:
-        s.on_trial_add(controller, t)
-    assert s.state.going_on[1] == {"base", "a", "c"} and "b" in s.state.ended  # rung 1 was decided before the interrupt
-    assert s.state.going_on[2] == {"base", "a", "c"}  # rung 2 again, at once: a on top, base, anneal's leader
-    assert s.choose_trial_to_run(controller).trial_id in {"base", "a", "c"} and controller.stopped == []
-
-
 def test_each_familys_leader_goes_on_at_every_epoch_rung_but_the_last():
     """Of 4 epochs, rungs 1 and 2 keep a family's leader however far behind; rung 3 chooses the finalists
     by score alone (the baseline and each side's leader kept, as at every rung)."""
@@ -288,20 +269,6 @@ def test_each_familys_leader_goes_on_at_every_epoch_rung_but_the_last():
         s.state.records[rung] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
     assert s.rungs_of().promoted(1.0, ids) == s.rungs_of().promoted(2.0, ids) == {"base", "a", "b", "slow"}
     assert s.rungs_of().promoted(3.0, ids) == {"base", "a", "b"}
-
-
-def test_a_trial_saved_paused_at_a_rung_others_passed_goes_on_after_a_resume_without_a_saved_state():
-    trials = [Trial("base", baseline=True), Trial("a"), Trial("b")]
-    restored = {"base": ("TERMINATED", 3, 0.80), "a": ("PAUSED", 2, 0.85), "b": ("RUNNING", 3, 0.86)}
-    for t in trials:
-        t.status, epoch, value = restored[t.trial_id]
-        t.last_result = {"training_iteration": epoch, METRIC: value}
-    controller, s = Controller(trials), scheduler(3)
-    for t in trials:
-        s.on_trial_add(controller, t)
-    assert (
-        "a" in s.state.going_on[2] and s.state.resume == {"a"} and not s.state.waiting
-    )  # not left waiting for a decided rung
 
 
 def test_the_screen_compares_every_cell_inside_the_first_epoch_within_its_family():
@@ -437,31 +404,8 @@ def test_a_failed_start_at_the_floor_goes_on_once_and_is_remembered():
     assert low.rule().floor == -0.58  # the rule's values are in the maximising sign
 
 
-def test_a_scheduler_pickled_before_strata_hedge_and_floor_decides_as_it_did():
-    """Tune's tuner.pkl holds the scheduler as the study created it: one saved before these attributes (and
-    before screens) takes the neutral ones back, and its rungs decide as they did then."""
+def test_a_pickled_scheduler_keeps_its_strata_hedge_and_floor():
+    """Tune's tuner.pkl holds the scheduler as the study created it: unpickled, it decides with the same rule."""
     trials = [Trial("base", baseline=True), Trial("a"), Trial("b"), Trial("c"), Trial("slow", schema="anneal")]
-    _, s = halving(trials, strata=3, hedge=2, hedge_seed=1, floor=0.9)
-    # the scheduler's __dict__ as it was pickled then: the cohort's fields at the top, no version, none of these
-    legacy = {k: v for k, v in s.__dict__.items() if k not in ("state", "strata", "hedged_at", "floor", "screen")}
-    legacy |= {k: v for k, v in vars(s.state).items() if k not in ("exposure", "failed")}
-    old = CohortHalving.__new__(CohortHalving)
-    old.__setstate__(copy.deepcopy(legacy))
-    assert (old.strata, old.hedged_at, old.floor, old.state.exposure, old.state.failed) == (
-        1,
-        frozenset(),
-        None,
-        {},
-        set(),
-    )
-    assert old.state.members == s.state.members and old.state.families == s.state.families
-    ids = [t.trial_id for t in trials]
-    for epoch in (1.0, 2.0, 3.0):
-        old.state.records[epoch] = {"base": 0.80, "a": 0.86, "b": 0.85, "c": 0.84, "slow": 0.70}
-    assert old.rungs == (1.0, 2.0, 3.0)
-    rungs = old.rungs_of()
-    assert rungs.promoted(1.0, ids) == rungs.promoted(2.0, ids) == {"base", "a", "b", "slow"}
-    assert rungs.promoted(3.0, ids) == {"base", "a", "b"} and old.state.failed == set()
-    assert old.keeps_leaders(2.0) and not old.keeps_leaders(3.0)
     new = pickle.loads(pickle.dumps(halving(trials, strata=3, hedge=2, hedge_seed=1, floor=0.9)[1]))
-    assert (new.strata, len(new.hedged_at), new.floor) == (3, 2, 0.9)  # a new one keeps its own
+    assert (new.strata, len(new.hedged_at), new.floor) == (3, 2, 0.9)

@@ -8,7 +8,7 @@ import pytest
 from search.study.config import SearchConfig, continuing
 from search.study.kind import TrainedTrials
 from search.study.plan import Site, Started, plan, plan_offline, stores_of
-from search.tracking.records import Invocation
+from search.tracking.records import STUDY_FORMAT, Invocation
 from spaces import Range, get_study
 from spaces.studies import DEFAULT_PRESETS
 from trainables.config import ConfigError
@@ -70,7 +70,7 @@ def test_invocation_round_trips_through_mlflow_params_and_masks_credentials():
     assert "s3cret" not in "".join(params.values())
     assert params["seeds"] == "1,2,3" and params["candidates"] == "sst2,pos" and params["trials"] == "12"
     assert params["objective"] == "semeval/dev/acc_3way/mean" and params["mode"] == "max"
-    assert Invocation.from_params(params) == started
+    assert Invocation.from_params(params) == started and params["study_format"] == str(STUDY_FORMAT)
     with pytest.raises(ConfigError, match="lack mode, model"):
         Invocation.from_params({k: v for k, v in params.items() if k not in ("mode", "model")})
 
@@ -301,3 +301,25 @@ def test_train_rows_caps_every_task_is_recorded_and_kept_on_resume():
     assert planned(SearchConfig("absa", preset="smoke")).invocation.train_rows == 0  # the preset's
     with pytest.raises(ConfigError, match="--train-rows 0: expected >= 1"):
         SearchConfig("absa", train_rows=0)
+
+
+def test_resume_of_a_study_saved_in_another_format_is_refused_in_one_line_before_tune_reads_it(tmp_path):
+    """--resume reads the study's format from its parent run before anything unpickles what Tune saved: a run
+    that records none (started before the format was recorded) is format 0, and refused as any other format."""
+    from search.study.runner import recorded
+    from search.tracking.runs import start_parent_run
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    params = planned(SearchConfig("absa", preset="smoke")).invocation.to_params()
+    start_parent_run(uri, "absa", "absa-smoke-new", params)
+    cfg = SearchConfig("absa", resume=True, tracking_uri=uri, storage=str(tmp_path), name="absa-smoke-new")
+    assert recorded(cfg, stores_of(cfg)).invocation.study_format == STUDY_FORMAT
+    start_parent_run(uri, "absa", "absa-smoke-old", {k: v for k, v in params.items() if k != "study_format"})
+    cfg = replace(cfg, name="absa-smoke-old")
+    with pytest.raises(ConfigError) as refused:
+        recorded(cfg, stores_of(cfg))
+    assert str(refused.value) == (
+        f"--resume: study absa-smoke-old was saved in study format 0, this version reads format {STUDY_FORMAT} "
+        "only: resume it with the version that started it, or start a new study without --resume (this one's "
+        "MLflow runs stay readable by search.report and search.finalize)"
+    )

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 from ray.tune.schedulers import ASHAScheduler, TrialScheduler
 
-from search.study.scheduler import MULTITASK, SINGLE_TASK, BaselineKeepingASHA, ContenderKeepingASHA, side_of
+from search.study.scheduler import MULTITASK, SINGLE_TASK, ContenderKeepingASHA, side_of
 from trainables.fidelity import SeedSchedule
 
 METRIC = "semeval/dev/acc_4way/mean"
@@ -104,14 +104,6 @@ def test_leaders_survive_asha_save_and_restore(tmp_path):
     }
 
 
-def test_a_scheduler_pickled_before_leaders_existed_still_runs():
-    old = new(ContenderKeepingASHA)
-    old.__dict__.pop("leaders", None)
-    loaded = pickle.loads(pickle.dumps(old))
-    assert rung(loaded, ((trial("mt", ("semeval", "sst2")), 0.6),)) == {"mt": CONTINUE}
-    assert BaselineKeepingASHA is ContenderKeepingASHA  # the name older studies pickled
-
-
 # -- seeds as a fidelity: the rung comparison stays paired on the seeds both sides have ------------
 SCHEDULE = SeedSchedule(seeds=3, first=1, rungs=(1, 2), growth=2)  # grace 1, factor 2, 4 epochs: 1, 2, 3 seeds
 
@@ -160,7 +152,7 @@ def test_the_baseline_is_recorded_over_the_seeds_the_rungs_trials_have():
     assert s.paired(mt1, result(2, 0.6, 0.7))[METRIC] == pytest.approx(0.65)  # already over its schedule's seeds
 
 
-def test_without_a_schedule_results_are_not_touched_and_old_pickles_load(tmp_path):
+def test_without_a_schedule_results_are_not_touched_and_a_schedule_is_saved(tmp_path):
     s = new(ContenderKeepingASHA)
     r = result(1, 0.5, 0.8, 0.8)
     assert s.schedule is None and s.paired(seeded("base", ("semeval",), True), r) is r
@@ -169,10 +161,6 @@ def test_without_a_schedule_results_are_not_touched_and_old_pickles_load(tmp_pat
     restored = new(ContenderKeepingASHA)
     restored.restore(str(tmp_path / "s.pkl"))
     assert restored.schedule == SCHEDULE  # a resumed study keeps pairing
-    old = new(ContenderKeepingASHA)
-    old.__dict__.pop("schedule")  # a study saved before seed schedules
-    loaded = pickle.loads(pickle.dumps(old))
-    assert loaded.paired(seeded("base", ("semeval",), True), r) is r
 
 
 def schema_trial(name: str, schema: str) -> SimpleNamespace:

@@ -309,15 +309,6 @@ def test_status_line_spends_seed_epochs_and_gives_an_eta():
     assert "0 seed-epochs spent, ~8 to go: ETA after the first epoch" in fresh
 
 
-def test_a_reporter_pickled_before_the_eta_still_reports():
-    state = StudyStatus(OBJECTIVE, 2, stream=io.StringIO()).__getstate__()
-    del state["work"]  # what a study saved by an earlier version holds
-    old = StudyStatus.__new__(StudyStatus)
-    old.__dict__.update(state, stream=io.StringIO())
-    old.report([], True)
-    assert "no trial completed yet" in old.stream.getvalue()
-
-
 def test_a_diverged_trial_counts_as_failed():
     from search.tracking.outcome import outcome
 
