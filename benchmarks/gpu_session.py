@@ -112,12 +112,20 @@ def run_step(step: Step, env: dict[str, str], cwd: Path, out: Path) -> dict[str,
     return {"status": status, "exit_code": code, "seconds": seconds, "limit_s": step.limit, "log": step.log}
 
 
-def last_line(path: Path, starts: tuple[str, ...]) -> str | None:
-    """The last line of ``path`` that starts with one of ``starts`` (stripped), or None."""
-    if not path.is_file():
-        return None
-    found = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip().startswith(starts)]
-    return found[-1] if found else None
+def answer(args: argparse.Namespace) -> dict[str, str | None]:
+    """The study's verdict and registered model as finalize tagged them on its parent run (None: not reached)."""
+    from search.tracking import records as rec
+    from search.tracking import runs
+    from trainables.config import ConfigError
+
+    store = args.work / "mlflow.db"
+    if not store.is_file():  # the study stopped before its stores (reading would create an empty one)
+        return {"verdict": None, "model": None}
+    try:
+        _, parent = runs.find_parent(runs.client(f"sqlite:///{store}"), "absa", None)
+    except ConfigError:  # the study stopped before its parent run
+        return {"verdict": None, "model": None}
+    return {"verdict": parent.data.tags.get(rec.VERDICT_TAG), "model": parent.data.tags.get(rec.MODEL_TAG)}
 
 
 def collect(args: argparse.Namespace) -> dict[str, str]:
@@ -125,7 +133,7 @@ def collect(args: argparse.Namespace) -> dict[str, str]:
     copied = {}
     wanted = {"gpu_check.json": args.work / "gpu_check.json", "mlflow.db": args.work / "mlflow.db"}
     for kind in ("report.md", "final.md"):
-        found = sorted((args.work / "results").glob(f"**/{kind}"), key=os.path.getmtime)
+        found = sorted(args.work.glob(f"**/{kind}"), key=os.path.getmtime)  # results/ or MLflow's artifacts
         if found:
             wanted[kind] = found[-1]
     for name, path in wanted.items():
@@ -177,17 +185,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     args.work.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "MTL_DATA_DIR": args.data_dir, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT)]))}
-    env["PYTHONUNBUFFERED"] = "1"
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))  # wheels carried there too
+    env = {**os.environ, "MTL_DATA_DIR": args.data_dir, "PYTHONPATH": path, "PYTHONUNBUFFERED": "1"}
     study = Step("study", study_argv(args), (DRY_LIMITS if args.dry_run else LIMITS)["study"], "study.log")
     summary: dict[str, Any] = {"device": device_name(args.dry_run), "dry_run": args.dry_run, "steps": {}}
     summary["torch"], summary["cuda"] = torch.__version__, torch.version.cuda
     for step in (check_step(args), study):
         summary["steps"][step.name] = {**run_step(step, env, args.work, args.out), "command": step.argv}
         (args.out / "session.json").write_text(json.dumps(summary, indent=2) + "\n")  # so far, should one hang
-    log = args.out / "study.log"
-    summary["verdict"] = last_line(log, ("verdict", "Verdict", "answer:", "the answer"))
-    summary["model"] = last_line(log, ("registered", "model:", "Registered"))
+    summary |= answer(args)
     summary["copied"] = collect(args)
     (args.out / "session.json").write_text(json.dumps(summary, indent=2) + "\n")
     statuses = {name: s["status"] for name, s in summary["steps"].items()}

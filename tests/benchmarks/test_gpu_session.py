@@ -15,6 +15,7 @@ def test_the_dry_run_checks_the_gpu_path_and_runs_a_study_to_its_report(tmp_path
     assert summary["device"] == "cpu" and summary["dry_run"]
     assert {s["status"] for s in summary["steps"].values()} == {"passed"}
     assert {"gpu_check.json", "study.log", "report.md", "mlflow.db"} <= {p.name for p in out.iterdir()}
+    assert "verdict" in summary and "model" in summary  # finalize's tags, None where it gave no verdict
 
 
 def test_the_study_shares_the_gpu_by_quarters_and_keeps_its_stores_under_work(tmp_path):
